@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Drives the gpuext CLI and the conformance plugin through their real command
+# lines and checks what they print and their exit codes.
+#   tests/cli.sh GPUEXT PLUGIN TEST_BPF_DIR POLICY_DIR
+set -uo pipefail
+GPUEXT=$1 PLUGIN=$2 BPF=$3
+fails=0 checks=0
+
+# expect NAME WANT_RC WANT_SUBSTRING -- CMD...   (stdout+stderr searched)
+expect() {
+  local name=$1 want_rc=$2 want=$3; shift 4
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  checks=$((checks + 1))
+  if [ "$rc" != "$want_rc" ] || [[ "$out" != *"$want"* ]]; then
+    fails=$((fails + 1))
+    printf 'FAIL %s: rc=%s (want %s), output:\n%s\n(wanted to contain: %s)\n' \
+      "$name" "$rc" "$want_rc" "$out" "$want"
+  fi
+}
+# expect_stdin NAME WANT_RC WANT_SUBSTRING STDIN -- CMD...
+expect_stdin() {
+  local name=$1 want_rc=$2 want=$3 in=$4; shift 5
+  local out rc
+  out=$(printf '%s\n' "$in" | "$@" 2>&1); rc=$?
+  checks=$((checks + 1))
+  if [ "$rc" != "$want_rc" ] || [[ "$out" != *"$want"* ]]; then
+    fails=$((fails + 1))
+    printf 'FAIL %s: rc=%s (want %s), output:\n%s\n(wanted to contain: %s)\n' \
+      "$name" "$rc" "$want_rc" "$out" "$want"
+  fi
+}
+
+MOV42='b7 00 00 00 2a 00 00 00 95 00 00 00 00 00 00 00'
+# r0 = *(u8 *)(r1 + 1); exit
+LDB1='71 10 01 00 00 00 00 00 95 00 00 00 00 00 00 00'
+# r0 = *(u64 *)(r1 + 8) with a 4-byte buffer: out of bounds
+OOB='79 10 08 00 00 00 00 00 95 00 00 00 00 00 00 00'
+# r0 = 7; r0 /= 0 (div by zero gives 0); exit
+DIV0='b7 00 00 00 07 00 00 00 37 00 00 00 00 00 00 00 95 00 00 00 00 00 00 00'
+
+# --- gpuext front end
+expect "help lists commands" 0 "run-prog" -- "$GPUEXT" --help
+expect "unknown command" 2 "unknown command 'frobnicate'" -- "$GPUEXT" frobnicate
+expect "version" 0 "gpuext 0.1.0" -- "$GPUEXT" version
+expect "version libbpf" 0 "libbpf 1." -- "$GPUEXT" version
+expect "backends sim" 0 "sim      available" -- "$GPUEXT" backends
+expect "backends nvidia row" 0 "nvidia" -- "$GPUEXT" backends
+expect "backends help" 0 "dlopen" -- "$GPUEXT" backends --help
+
+# --- run-prog
+expect "run-prog hex" 0 "r0 = 0x2a (42)" -- "$GPUEXT" run-prog --hex "$MOV42"
+expect "run-prog mem" 0 "r0 = 0xbb (187)" -- "$GPUEXT" run-prog --hex "$LDB1" --mem 'aa bb cc'
+expect "run-prog div0" 0 "r0 = 0x0 (0)" -- "$GPUEXT" run-prog --hex "$DIV0"
+expect "run-prog oob names insn" 1 "insn 0" -- "$GPUEXT" run-prog --hex "$OOB" --mem '01 02 03 04'
+expect "run-prog oob reason" 1 "invalid read of 8 bytes" -- "$GPUEXT" run-prog --hex "$OOB" --mem '01 02 03 04'
+expect "run-prog bad hex" 1 "expected a pair of hex digits" -- "$GPUEXT" run-prog --hex 'b7 0z'
+expect "run-prog not multiple of 8" 1 "not a multiple of 8" -- "$GPUEXT" run-prog --hex 'b7 00 00'
+expect "run-prog invalid opcode" 1 "invalid" -- "$GPUEXT" run-prog --hex 'ff 00 00 00 00 00 00 00 95 00 00 00 00 00 00 00'
+expect "run-prog no input" 2 "exactly one of" -- "$GPUEXT" run-prog
+expect "run-prog backend" 2 "backend 'ptx' is not available" -- "$GPUEXT" run-prog --backend ptx --hex "$MOV42"
+expect "run-prog missing file" 1 "cannot open" -- "$GPUEXT" run-prog /nonexistent.bpf.o
+expect "run-prog help" 0 "r1 points to" -- "$GPUEXT" run-prog --help
+expect "run-prog show-mem" 0 "mem = 2a 00" -- "$GPUEXT" run-prog --show-mem --mem '00 00' \
+  --hex '72 01 00 00 2a 00 00 00 b7 00 00 00 00 00 00 00 95 00 00 00 00 00 00 00'
+
+# --- conformance plugin protocol
+expect_stdin "plugin r0" 0 "2a" "$MOV42" -- "$PLUGIN"
+expect_stdin "plugin mem" 0 "bb" "$LDB1" -- "$PLUGIN" 'aa bb cc'
+expect_stdin "plugin mem no spaces" 0 "bb" "$LDB1" -- "$PLUGIN" 'aabbcc'
+expect_stdin "plugin backend" 0 "2a" "$MOV42" -- "$PLUGIN" --backend interp
+expect_stdin "plugin oob" 1 "invalid read" "$OOB" -- "$PLUGIN" '01 02 03 04'
+expect_stdin "plugin bad backend" 1 "not available" "$MOV42" -- "$PLUGIN" --backend nope
+expect_stdin "plugin empty" 1 "non-zero multiple of 8" "" -- "$PLUGIN"
+expect_stdin "plugin unknown option" 2 "unknown option" "$MOV42" -- "$PLUGIN" --frob
+
+echo "cli: $checks checks, $fails failures"
+[ "$fails" -eq 0 ]

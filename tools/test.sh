@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (.ci/run calls exactly this):
+#   1. installs missing dependencies (tools/deps.sh, apt, as root),
+#   2. gcc build with -Wall -Wextra -Werror, all CTest tests,
+#   3. clang-22 build under AddressSanitizer + UndefinedBehaviorSanitizer
+#      (+ LeakSanitizer), all CTest tests again,
+#   4. every libFuzzer target for a bounded time (GPUEXT_FUZZ_SECONDS, default 60).
+# Build trees: build/ and build-asan/ at the top of the checkout.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+top=$PWD
+jobs=$(nproc)
+fuzz_seconds=${GPUEXT_FUZZ_SECONDS:-60}
+start=$(date +%s)
+step() { printf '\n==> [%4ss] %s\n' "$(( $(date +%s) - start ))" "$*"; }
+
+step "dependencies"
+tools/deps.sh
+
+step "build (gcc, -Werror) in build/"
+cmake -S . -B build -DGPUEXT_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$jobs"
+
+step "tests (gcc build)"
+(cd build && ctest --output-on-failure -j"$jobs")
+
+step "build (clang-22, ASan+UBSan, fuzzers) in build-asan/"
+cmake -S . -B build-asan -DCMAKE_C_COMPILER=clang-22 -DGPUEXT_WERROR=ON \
+      -DGPUEXT_SANITIZE=ON -DGPUEXT_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+cmake --build build-asan -j"$jobs"
+
+step "tests (ASan+UBSan build)"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+(cd build-asan && ctest --output-on-failure -j"$jobs")
+
+step "fuzzing, ${fuzz_seconds}s per target"
+for fz in build-asan/fuzz_*; do
+  [ -x "$fz" ] || continue
+  name=$(basename "$fz")
+  corpus=build-asan/fuzz-corpus/$name
+  mkdir -p "$corpus"
+  # Seeds: the compiled test and policy objects (for ELF inputs).
+  cp -f build-asan/tests/bpf/*.bpf.o build-asan/policies/*.bpf.o "$corpus"/ 2>/dev/null || true
+  echo "fuzz: $name"
+  "$fz" -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 -timeout=10 \
+        -print_final_stats=1 -artifact_prefix=build-asan/ "$corpus" 2>&1 | tail -n 12
+done
+
+step "all tests passed in $(( $(date +%s) - start ))s"
