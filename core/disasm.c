@@ -65,13 +65,21 @@ static void sb_rel(struct sbuf *sb, int64_t v)
 		sb_printf(sb, "+0x%" PRIx64, (uint64_t)v);
 }
 
-/* "(r1 + 0x4)" / "(r1 - 0x8)" */
-static void sb_memref(struct sbuf *sb, unsigned reg, int16_t off)
+/* "r1 + 0x4" / "r1 - 0x8" */
+static void sb_addr(struct sbuf *sb, unsigned reg, int16_t off)
 {
 	if (off < 0)
-		sb_printf(sb, "(r%u - 0x%x)", reg, (unsigned)-(int)off);
+		sb_printf(sb, "r%u - 0x%x", reg, (unsigned)-(int)off);
 	else
-		sb_printf(sb, "(r%u + 0x%x)", reg, (unsigned)off);
+		sb_printf(sb, "r%u + 0x%x", reg, (unsigned)off);
+}
+
+/* "(r1 + 0x4)" */
+static void sb_memref(struct sbuf *sb, unsigned reg, int16_t off)
+{
+	sb_printf(sb, "(");
+	sb_addr(sb, reg, off);
+	sb_printf(sb, ")");
 }
 
 static const char *size_name(uint8_t code, bool sx)
@@ -191,11 +199,11 @@ static void fmt_atomic(struct sbuf *sb, const struct bpf_insn *i)
 
 	if (i->imm == BPF_XCHG) {
 		sb_printf(sb, "%c%u = %s(", r, i->src_reg, is64 ? "xchg_64" : "xchg32_32");
-		sb_memref(sb, i->dst_reg, i->off);
+		sb_addr(sb, i->dst_reg, i->off);
 		sb_printf(sb, ", %c%u)", r, i->src_reg);
 	} else if (i->imm == BPF_CMPXCHG) {
 		sb_printf(sb, "%c0 = %s(", r, is64 ? "cmpxchg_64" : "cmpxchg32_32");
-		sb_memref(sb, i->dst_reg, i->off);
+		sb_addr(sb, i->dst_reg, i->off);
 		sb_printf(sb, ", %c0, %c%u)", r, r, i->src_reg);
 	} else if (i->imm & BPF_FETCH) {
 		sb_printf(sb, "%c%u = atomic_fetch_%s((%s *)", r, i->src_reg, atomic_name(i->imm), sz);

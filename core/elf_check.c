@@ -261,8 +261,15 @@ static int check_section_data(struct gpuext_runtime *rt, struct ldr_elf *elf)
 			}
 			elf->symtab_idx = (uint32_t)i;
 		}
-		if (s->type == SHT_PROGBITS && (s->flags & SHF_EXECINSTR))
+		if (s->type == SHT_PROGBITS && (s->flags & SHF_EXECINSTR)) {
 			s->exec = true;
+			if (s->size % 8) {
+				elf_err(rt, elf, "%s: size 0x%" PRIx64 " is not a multiple of 8 (the instruction size); the last instruction, at offset 0x%" PRIx64 ", is cut",
+					sec_desc(elf, i, d, sizeof(d)), s->size,
+					s->size & ~(uint64_t)7);
+				return -EINVAL;
+			}
+		}
 		if (strcmp(s->name, ".text") == 0)
 			elf->text_idx = (uint32_t)i;
 		if (strcmp(s->name, ".BTF") == 0)
@@ -472,12 +479,19 @@ static int check_code(struct gpuext_runtime *rt, struct ldr_elf *elf)
 		if (!s->exec)
 			continue;
 		sec_desc(elf, i, d, sizeof(d));
-		if (s->size % 8) {
-			elf_err(rt, elf, "%s: size 0x%" PRIx64 " is not a multiple of 8 (the instruction size); the last instruction starts at offset 0x%" PRIx64 " and is cut",
-				d, s->size, s->size & ~(uint64_t)7);
+		n = s->size / 8;
+		for (size_t r = 0; r < s->rel_cnt; r++) {
+			const struct ldr_rel *rel = &s->rels[r];
+			uint8_t code = s->data[rel->offset];
+			bool lddw = code == (BPF_LD | BPF_DW | BPF_IMM), call = code == (BPF_JMP | BPF_CALL);
+
+			if ((lddw && rel->type == LDR_R_BPF_64_64) || (call && rel->type == LDR_R_BPF_64_32))
+				continue;
+			elf_err(rt, elf, "section %u (%s): relocation %u at offset 0x%" PRIx64 " has type %u for an instruction with opcode 0x%02x in '%s'; expected R_BPF_64_64 on an ld_imm64 or R_BPF_64_32 on a call",
+				s->rel_sec, elf->secs[s->rel_sec].name, rel->idx, rel->offset,
+				rel->type, code, s->name);
 			return -EINVAL;
 		}
-		n = s->size / 8;
 		for (size_t k = 0; k < n; k++) {
 			uint8_t code = s->data[k * 8];
 

@@ -65,6 +65,12 @@ struct gpuext_prog {
 	size_t map_cnt;
 	struct gpuext_func_info *funcs;	/* sorted by start; funcs[0] is the entry */
 	size_t func_cnt;
+	/*
+	 * Decoded form of every slot, built on first run (interp.c) and
+	 * published atomically; invalid encodings have slots == 0. Freed
+	 * with the program.
+	 */
+	struct isa_decoded *decoded;
 };
 
 /* Fills prog->funcs from the call/ld_imm64 src=4 targets of prog->insns. */

@@ -436,19 +436,42 @@ static uint64_t lddw_value(struct gpuext_exec *ex, const struct bpf_insn *in)
 	return (uint64_t)(uintptr_t)p;
 }
 
+/* Decodes every slot once; the run loop then only dispatches. */
+static const struct isa_decoded *decoded(struct gpuext_prog *prog)
+{
+	struct isa_decoded *d = __atomic_load_n(&prog->decoded, __ATOMIC_ACQUIRE), *expected = NULL;
+
+	if (d)
+		return d;
+	d = calloc(prog->insn_cnt, sizeof(*d));
+	if (!d)
+		return NULL;
+	for (size_t i = 0; i < prog->insn_cnt; i++)
+		if (isa_decode(prog->insns, prog->insn_cnt, i, &d[i], NULL, 0))
+			d[i].slots = 0;
+	if (!__atomic_compare_exchange_n(&prog->decoded, &expected, d, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		free(d); /* another thread won */
+		return expected;
+	}
+	return d;
+}
+
 static int run(struct gpuext_exec *ex)
 {
 	const struct bpf_insn *insns = ex->prog->insns;
 	const size_t cnt = ex->prog->insn_cnt;
 	const uint64_t limit = ex->opts->insn_limit;
+	const struct isa_decoded *dec = decoded(ex->prog);
 	uint64_t executed = 0;
 	uint64_t *r = ex->reg;
 	int ret = 0;
 
+	if (!dec)
+		return -ENOMEM;
 	while (!ex->err) {
 		const struct bpf_insn *in;
-		struct isa_decoded d;
-		char why[128];
+		const struct isa_decoded *d;
 		uint8_t cls;
 		uint64_t src, addr;
 
@@ -463,14 +486,19 @@ static int run(struct gpuext_exec *ex)
 		}
 		executed++;
 		in = &insns[ex->pc];
-		if (isa_decode(insns, cnt, ex->pc, &d, why, sizeof(why))) {
+		d = &dec[ex->pc];
+		if (d->slots == 0) {
+			char why[128];
+			struct isa_decoded tmp;
+
+			isa_decode(insns, cnt, ex->pc, &tmp, why, sizeof(why));
 			gpuext_exec__fail(ex, -EINVAL, "invalid instruction: %s", why);
 			break;
 		}
 		cls = isa_class(in->code);
-		switch (d.kind) {
+		switch (d->kind) {
 		case ISA_ALU:
-			src = d.use_imm ? (uint64_t)(int64_t)in->imm : r[in->src_reg];
+			src = d->use_imm ? (uint64_t)(int64_t)in->imm : r[in->src_reg];
 			r[in->dst_reg] = alu(ex, in, r[in->dst_reg], src, cls == BPF_ALU64);
 			if (cls == BPF_ALU)
 				r[in->dst_reg] = (uint32_t)r[in->dst_reg];
@@ -484,28 +512,28 @@ static int run(struct gpuext_exec *ex)
 			continue;
 		case ISA_LDX:
 			addr = r[in->src_reg] + (int64_t)in->off;
-			if (!check_access(ex, addr, d.size, false))
+			if (!check_access(ex, addr, d->size, false))
 				break;
-			r[in->dst_reg] = load((const void *)(uintptr_t)addr, d.size);
+			r[in->dst_reg] = load((const void *)(uintptr_t)addr, d->size);
 			if (isa_mode(in->code) == BPF_MEMSX)
-				r[in->dst_reg] = sext(r[in->dst_reg], d.size * 8);
+				r[in->dst_reg] = sext(r[in->dst_reg], d->size * 8);
 			break;
 		case ISA_ST:
 		case ISA_STX:
 			addr = r[in->dst_reg] + (int64_t)in->off;
-			if (!check_access(ex, addr, d.size, true))
+			if (!check_access(ex, addr, d->size, true))
 				break;
-			store((void *)(uintptr_t)addr, d.size,
-			      d.kind == ISA_ST ? (uint64_t)(int64_t)in->imm : r[in->src_reg]);
+			store((void *)(uintptr_t)addr, d->size,
+			      d->kind == ISA_ST ? (uint64_t)(int64_t)in->imm : r[in->src_reg]);
 			break;
 		case ISA_ATOMIC:
-			atomic_op(ex, in, d.size);
+			atomic_op(ex, in, d->size);
 			break;
 		case ISA_JA:
 			ex->pc = (size_t)isa_jump_target(in, ex->pc);
 			continue;
 		case ISA_JCOND:
-			src = d.use_imm ? (uint64_t)(int64_t)in->imm : r[in->src_reg];
+			src = d->use_imm ? (uint64_t)(int64_t)in->imm : r[in->src_reg];
 			if (cond(isa_op(in->code), r[in->dst_reg], src, cls == BPF_JMP)) {
 				ex->pc = (size_t)isa_jump_target(in, ex->pc);
 				continue;

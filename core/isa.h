@@ -71,7 +71,7 @@ struct isa_decoded {
 	bool is64;		/* ALU64/JMP/atomic DW */
 	bool use_imm;		/* K source */
 	unsigned size;		/* memory access size in bytes */
-	unsigned slots;		/* 1, or 2 for lddw */
+	unsigned slots;		/* 1, or 2 for lddw; 0 marks an invalid slot in cached decodings */
 };
 
 /*

@@ -239,6 +239,7 @@ static int open_storage(struct gpuext_map *map, uint64_t size)
 	struct gpuext_runtime *rt = map->rt;
 	int fd;
 
+	map->owner_pid = (int32_t)getpid();
 	if (rt->publish_maps) {
 		snprintf(map->shm_name, sizeof(map->shm_name), "/" GPUEXT_SHM_PREFIX "%d.%u",
 			 (int)getpid(), map->id);
@@ -421,7 +422,7 @@ void gpuext_map__destroy(struct gpuext_map *map)
 		gpuext_ringbuf_map_fini(map);
 	if (map->hdr)
 		munmap(map->hdr, map->map_len);
-	if (map->shm_name[0])
+	if (map->shm_name[0] && map->owner_pid == (int32_t)getpid())
 		shm_unlink(map->shm_name);
 	if (map->id)
 		gpuext_runtime_remove_map(map->rt, map->id);
@@ -795,6 +796,9 @@ int gpuext_map_prog_update(struct gpuext_map *map, const void *key, const void *
 		return -EINVAL;
 	if (map->type == BPF_MAP_TYPE_RINGBUF)
 		return -ENOTSUP;
+	/* The verifier refuses this already; a runtime check costs nothing. */
+	if (map->map_flags & BPF_F_RDONLY_PROG)
+		return -EPERM;
 	if (is_array(map->type)) {
 		uint8_t *dst;
 
@@ -832,6 +836,8 @@ int gpuext_map_prog_delete(struct gpuext_map *map, const void *key)
 		return -ENOTSUP;
 	if (is_array(map->type))
 		return -EINVAL;
+	if (map->map_flags & BPF_F_RDONLY_PROG)
+		return -EPERM;
 	return hash_delete(map, key);
 }
 

@@ -128,6 +128,7 @@ struct gpuext_map {
 	uint8_t *values;		/* hdr + values_off */
 	uint32_t *buckets;		/* hash only */
 	char shm_name[48];		/* "/gpuext.<pid>.<id>" when published */
+	int32_t owner_pid;		/* a forked child must not unlink its parent's maps */
 
 	/* Ring buffer only (process-local). */
 	int efd;			/* eventfd for consumers; -1 if none */

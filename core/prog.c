@@ -97,6 +97,7 @@ void gpuext_prog_fini(struct gpuext_prog *prog)
 	for (size_t i = 0; i < prog->func_cnt; i++)
 		free(prog->funcs[i].name);
 	free(prog->funcs);
+	free(prog->decoded);
 	free(prog->insns);
 	free(prog->name);
 	free(prog->section);

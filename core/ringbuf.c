@@ -26,7 +26,11 @@
 
 #include "maps_impl.h"
 
-/* Process-local handle of the one consumer of a ring buffer map. */
+/*
+ * The one consumer of a ring buffer map, owned by the caller; free it before
+ * destroying the map. Wakeups are process-local (an eventfd): a reader in
+ * another process sees the positions in the header but must poll them.
+ */
 struct gpuext_ringbuf_consumer {
 	struct gpuext_map *map;
 	gpuext_ringbuf_sample_fn fn;

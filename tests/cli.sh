@@ -64,6 +64,16 @@ expect "run-prog help" 0 "r1 points to" -- "$GPUEXT" run-prog --help
 expect "run-prog show-mem" 0 "mem = 2a 00" -- "$GPUEXT" run-prog --show-mem --mem '00 00' \
   --hex '72 01 00 00 2a 00 00 00 b7 00 00 00 00 00 00 00 95 00 00 00 00 00 00 00'
 
+# --- maps (a pid that cannot exist keeps these independent of the machine)
+expect "maps help" 0 "usage: gpuext maps [list] [--pid PID]" -- "$GPUEXT" maps --help
+expect "maps no process" 1 "no process 999999999, and no maps of it in /dev/shm" -- "$GPUEXT" maps list --pid 999999999
+expect "maps dump no process" 1 "no process 999999999" -- "$GPUEXT" maps dump --pid 999999999 counts
+expect "maps dump needs pid" 2 "needs --pid PID and a map ID or NAME" -- "$GPUEXT" maps dump counts
+expect "maps bad pid" 2 "--pid needs a process id" -- "$GPUEXT" maps list --pid abc
+expect "maps unknown sub" 2 "unknown command 'frobnicate': use list, dump or clean" -- "$GPUEXT" maps frobnicate
+expect "maps extra arg" 2 "unexpected argument 'extra'" -- "$GPUEXT" maps list extra
+expect "maps clean" 0 "removed 0 stale maps" -- "$GPUEXT" maps clean --pid 999999999
+
 # --- conformance plugin protocol
 expect_stdin "plugin r0" 0 "2a" "$MOV42" -- "$PLUGIN"
 expect_stdin "plugin mem" 0 "bb" "$LDB1" -- "$PLUGIN" 'aa bb cc'
