@@ -20,7 +20,7 @@
 enum fixup_kind {
 	FIX_OFF16,	/* jump offset in off: target - (idx + 1) */
 	FIX_IMM32,	/* gotol / local call: target - (idx + 1) in imm */
-	FIX_FUNC,	/* ld_imm64 src 4: target - (idx + 2) in imm */
+	FIX_FUNC,	/* ld_imm64 src 4: target - (idx + 1) in imm, as Linux counts */
 };
 
 struct fixup {
@@ -1135,7 +1135,7 @@ static bool resolve_fixups(struct asm_state *s)
 				 f->line, f->col, f->label);
 			return false;
 		}
-		rel = (int64_t)l->idx - (int64_t)f->idx - (f->kind == FIX_FUNC ? 2 : 1);
+		rel = (int64_t)l->idx - (int64_t)f->idx - 1;
 		if (f->kind == FIX_OFF16 && (rel < INT16_MIN || rel > INT16_MAX)) {
 			snprintf(s->err, s->err_len,
 				 "line %d, column %d: label '%s' is %" PRId64

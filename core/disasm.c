@@ -313,7 +313,7 @@ static void fmt_lddw(struct sbuf *sb, const struct gpuext_prog *prog,
 	if (i->src_reg == BPF_PSEUDO_MAP_VALUE || i->src_reg == BPF_PSEUDO_MAP_IDX_VALUE || imm2)
 		sb_printf(sb, "+0x%" PRIx32, (uint32_t)imm2);
 	sb_printf(sb, " ll");
-	if (i->src_reg == BPF_PSEUDO_FUNC && (fname = func_at(prog, (int64_t)idx + 2 + i->imm)))
+	if (i->src_reg == BPF_PSEUDO_FUNC && (fname = func_at(prog, isa_func_addr_target(i, idx))))
 		sb_printf(sb, " ; %s", fname);
 }
 

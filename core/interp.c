@@ -77,8 +77,14 @@ int gpuext_exec__check_mem(const struct gpuext_exec *ex, uint64_t addr, uint64_t
 
 	if (len == 0)
 		return 0;
-	if (in_range(addr, len, ex->stack, sizeof(ex->stack)))
-		return 0;
+	/* The current frame and its callers' frames (pointers passed down); never
+	 * below the current frame: that is stack no live function owns. */
+	{
+		size_t live = (size_t)(ex->depth + 1) * GPUEXT_STACK_SIZE;
+
+		if (in_range(addr, len, ex->stack + sizeof(ex->stack) - live, live))
+			return 0;
+	}
 	if (ex->opts->ctx && in_range(addr, len, ex->opts->ctx, ex->opts->ctx_len))
 		return write && !ex->opts->ctx_writable ? -EFAULT : 0;
 	for (size_t i = 0; i < rt->var_cnt; i++)
@@ -420,7 +426,7 @@ static uint64_t lddw_value(struct gpuext_exec *ex, const struct bpf_insn *in)
 		gpuext_exec__fail(ex, -ENOENT, "variable %d is not registered", in->imm);
 		return 0;
 	case BPF_PSEUDO_FUNC:
-		return ex->pc + 2 + (int64_t)in->imm; /* code address = instruction index */
+		return (uint64_t)isa_func_addr_target(in, ex->pc); /* code address = insn index */
 	}
 	if (!map) {
 		gpuext_exec__fail(ex, -ENOENT, "map %s %d does not exist",

@@ -261,7 +261,7 @@ int isa_check_program(const struct bpf_insn *insns, size_t cnt, size_t *bad_idx,
 		    !(d.kind == ISA_LDDW && insns[i].src_reg == BPF_PSEUDO_FUNC))
 			continue;
 		if (d.kind == ISA_LDDW)
-			t = (int64_t)i + 2 + insns[i].imm;
+			t = isa_func_addr_target(&insns[i], i);
 		else
 			t = isa_jump_target(&insns[i], i);
 		if (t < 0 || t >= (int64_t)cnt) {

@@ -87,6 +87,15 @@ int isa_decode(const struct bpf_insn *insns, size_t cnt, size_t idx,
 int isa_check_program(const struct bpf_insn *insns, size_t cnt, size_t *bad_idx,
 		      char *why, size_t why_len);
 
+/*
+ * Code address named by ld_imm64 src=4 at @idx: relative to the instruction
+ * after the first slot, as Linux and libbpf count it (insn_idx + imm + 1).
+ */
+static inline int64_t isa_func_addr_target(const struct bpf_insn *i, size_t idx)
+{
+	return (int64_t)idx + 1 + i->imm;
+}
+
 /* Jump target of a JA/JCOND/local call at @idx. */
 static inline int64_t isa_jump_target(const struct bpf_insn *i, size_t idx)
 {

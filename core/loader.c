@@ -10,7 +10,7 @@
  * turned into the encoding our interpreter and verifier read:
  *
  *   call to a BPF function        call src=1, imm = target - (pc + 1)
- *   address of a BPF function     ld_imm64 src=4, imm = target - (pc + 2)
+ *   address of a BPF function     ld_imm64 src=4, imm = target - (pc + 1)
  *   map (.maps symbol)            ld_imm64 src=5, imm = map index
  *   global data, .kconfig extern  ld_imm64 src=6, imm = map index,
  *                                 second imm = offset in the value
@@ -369,8 +369,12 @@ static int collect_funcs(struct ldr_ctx *c)
 		struct ldr_func *f = &c->funcs[i];
 		uint64_t end = elf->secs[f->sec].size / 8;
 
-		if (i + 1 < c->func_cnt && c->funcs[i + 1].sec == f->sec)
-			end = c->funcs[i + 1].start;
+		for (size_t k = i + 1; k < c->func_cnt && c->funcs[k].sec == f->sec; k++) {
+			if (c->funcs[k].start > f->start) {
+				end = c->funcs[k].start;
+				break;
+			}
+		}
 		if (f->cnt == 0 || f->start + (uint64_t)f->cnt > end)
 			f->cnt = end > f->start ? (uint32_t)(end - f->start) : 0;
 	}
@@ -578,7 +582,7 @@ static int link_ldimm64(struct ldr_ctx *c, struct link_state *ls, const struct l
 			return err;
 		o = &ls->out[pc]; /* func_pos may have moved the array */
 		o[0].src_reg = BPF_PSEUDO_FUNC;
-		o[0].imm = (int32_t)((int64_t)pos - pc - 2);
+		o[0].imm = (int32_t)((int64_t)pos - pc - 1);
 		o[1].imm = 0;
 		return 0;
 	}
@@ -806,6 +810,35 @@ static int check_btf_with_libbpf(struct ldr_ctx *c)
 		ldr_err(c, "section %u (.BTF): libbpf rejects the BTF data (size 0x%" PRIx64 "): %s",
 			c->elf.btf_idx, s->size, strerror(-err));
 		return -EINVAL;
+	}
+	/*
+	 * libbpf allocates a variable's type size for struct_ops data before it
+	 * compares it with the section: a forged size would ask for gigabytes.
+	 */
+	for (uint32_t id = 1; id < btf__type_cnt(btf); id++) {
+		const struct btf_type *t = btf__type_by_id(btf, id);
+		const struct btf_var_secinfo *vs;
+		const char *sn;
+		uint32_t sec;
+
+		if (!btf_is_datasec(t))
+			continue;
+		sn = btf__name_by_offset(btf, t->name_off);
+		sec = sn ? ldr_find_sec(&c->elf, sn) : 0;
+		if (!sec)
+			continue;
+		vs = btf_var_secinfos(t);
+		for (int k = 0; k < btf_vlen(t); k++, vs++) {
+			long long sz = btf__resolve_size(btf, vs->type);
+
+			if (sz >= 0 && (uint64_t)sz <= c->elf.secs[sec].size)
+				continue;
+			ldr_err(c, "section %u (.BTF): variable %d of datasec '%s' has %s (type %u); section %u is 0x%" PRIx64 " bytes",
+				c->elf.btf_idx, k, sn, sz < 0 ? "a type without a size" : "a type larger than its section",
+				vs->type, sec, c->elf.secs[sec].size);
+			btf__free(btf);
+			return -EINVAL;
+		}
 	}
 	btf__free(btf);
 	return 0;

@@ -38,7 +38,7 @@ int gpuext_prog_find_funcs(struct gpuext_prog *prog)
 		if (d.kind == ISA_CALL && in->src_reg == BPF_PSEUDO_CALL)
 			t = isa_jump_target(in, i);
 		else if (d.kind == ISA_LDDW && in->src_reg == BPF_PSEUDO_FUNC)
-			t = (int64_t)i + 2 + in->imm;
+			t = isa_func_addr_target(in, i);
 		if (t > 0 && t < (int64_t)prog->insn_cnt)
 			starts[n++] = (uint32_t)t;
 	}

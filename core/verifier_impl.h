@@ -108,7 +108,7 @@ struct vslot {
 
 struct vframe {
 	struct vreg regs[11];
-	struct vslot stack[VSLOTS];	/* stack[i] covers fp-(i+1)*8 .. fp-i*8-1 */
+	struct vslot stack[VSLOTS];	/* stack[k] covers fp-512+8k .. fp-512+8k+7 */
 	uint32_t callsite;		/* insn index of the call (frames > 0) */
 	uint32_t depth;			/* deepest stack byte used, rounded up to 8 */
 };

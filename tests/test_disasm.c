@@ -579,7 +579,7 @@ static void test_asm(void)
 		CHECK_EQ_INT(out[1].imm, -1);
 		CHECK_EQ_INT(out[2].off, -2);		/* 2 -> 1 */
 		CHECK_EQ_INT(out[3].src_reg, BPF_PSEUDO_FUNC);
-		CHECK_EQ_INT(out[3].imm, 9 - 5);	/* sub at 9, relative to 3 + 2 */
+		CHECK_EQ_INT(out[3].imm, 9 - 4);	/* sub at 9, relative to 3 + 1 */
 		CHECK_EQ_INT(out[5].src_reg, BPF_PSEUDO_CALL);
 		CHECK_EQ_INT(out[5].imm, 9 - 6);
 		CHECK_EQ_INT(out[6].src_reg, 0);

@@ -134,17 +134,17 @@ static bool run_case(const struct isa_case *tc, char *why, size_t why_len)
 			snprintf(why, why_len, "succeeded with r0 = 0x%llx; want error %s",
 				 (unsigned long long)r0, tc->error_any ? "any" : isa_errno_name(tc->error));
 		} else if (!tc->error_any && err != tc->error) {
-			snprintf(why, why_len, "failed with %s, want %s (log: %s)", isa_errno_name(err),
+			snprintf(why, why_len, "failed with %s, want %s (log: %.400s)", isa_errno_name(err),
 				 isa_errno_name(tc->error), log.buf);
 		} else if (tc->error_msg && !strstr(log.buf, tc->error_msg)) {
-			snprintf(why, why_len, "log does not mention \"%s\": %s", tc->error_msg, log.buf);
+			snprintf(why, why_len, "log does not mention \"%.100s\": %.400s", tc->error_msg, log.buf);
 		} else {
 			ok = true;
 		}
 		goto out;
 	}
 	if (err) {
-		snprintf(why, why_len, "failed with %s (%d): %s", isa_errno_name(err), err, log.buf);
+		snprintf(why, why_len, "failed with %s (%d): %.400s", isa_errno_name(err), err, log.buf);
 		goto out;
 	}
 	if (tc->has_result && r0 != tc->result) {
@@ -194,7 +194,10 @@ int main(void)
 		} else {
 			fc->fail++;
 			total_fail++;
-			test_fail(tc->family, tc->line, "%s: %s", tc->name, why);
+			char where[128];
+
+			snprintf(where, sizeof(where), "tests/isa/%s.isa", tc->family);
+			test_fail(where, tc->line, "%s: %s", tc->name, why);
 		}
 	}
 	printf("\n%-14s %6s %6s\n", "family", "pass", "fail");

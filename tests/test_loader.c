@@ -245,7 +245,7 @@ static void check_call_targets(const struct gpuext_prog *prog)
 		if (in[i].code == (BPF_JMP | BPF_CALL) && in[i].src_reg == BPF_PSEUDO_CALL)
 			t = (int64_t)i + 1 + in[i].imm;
 		else if (in[i].code == (BPF_LD | BPF_DW | BPF_IMM) && in[i].src_reg == BPF_PSEUDO_FUNC)
-			t = (int64_t)i + 2 + in[i].imm;
+			t = (int64_t)i + 1 + in[i].imm;
 		if (t < 0) {
 			if (in[i].code == (BPF_LD | BPF_DW | BPF_IMM))
 				i++;
@@ -290,7 +290,7 @@ static void test_calls(struct gpuext_object *obj)
 	}
 	CHECK_EQ_INT(run(obj, "calls_other"), 13);
 
-	/* A function address: ld_imm64 src=4, imm counted from after the pair. */
+	/* A function address: ld_imm64 src=4, imm counted from insn+1 as Linux does. */
 	prog = gpuext_object__find_prog(obj, "func_addr");
 	CHECK(prog != NULL);
 	if (!prog)
@@ -300,7 +300,7 @@ static void test_calls(struct gpuext_object *obj)
 	CHECK_EQ_INT(gpuext_prog__func_cnt(prog), 2);
 	if (at >= 0) {
 		CHECK(find_func(prog, "callback") > 0);
-		CHECK_EQ_INT(at + 2 + gpuext_prog__insns(prog)[at].imm, find_func(prog, "callback"));
+		CHECK_EQ_INT(at + 1 + gpuext_prog__insns(prog)[at].imm, find_func(prog, "callback"));
 		CHECK_EQ_INT(gpuext_prog__insns(prog)[at + 1].imm, 0);
 	}
 	check_call_targets(prog);

@@ -284,6 +284,32 @@ static void test_section_cases(struct gpuext_runtime *rt)
 		expect("BTF kind", rt, b, orig_len, -EINVAL, m, NULL);
 	}
 
+	/*
+	 * Found by fuzz_loader: a datasec variable whose struct claims ~4 GiB
+	 * made libbpf allocate that much before checking it against the
+	 * section. The .maps struct of loader_tiny (4 pointer members, 32
+	 * bytes) gets the forged size.
+	 */
+	memcpy(b, orig, orig_len);
+	{
+		const uint32_t want[2] = { (BTF_KIND_STRUCT << 24) | 4, 32 };
+		uint8_t *p = b + shdr(b, btf)->sh_offset;
+		size_t n = shdr(b, btf)->sh_size, k;
+
+		for (k = 24; k + 8 <= n; k += 4)
+			if (!memcmp(p + k, want, 8))
+				break;
+		CHECK(k + 8 <= n);
+		if (k + 8 <= n) {
+			uint32_t huge = 0xfc000000u;
+
+			memcpy(p + k + 4, &huge, 4);
+			snprintf(m, sizeof(m), "section %zu (.BTF): variable 0 of datasec '.maps' has a type larger than its section",
+				 btf);
+			expect("BTF huge struct", rt, b, orig_len, -EINVAL, m, NULL);
+		}
+	}
+
 	memcpy(b, orig, orig_len);
 	b[shdr(b, sec_idx(b, ".BTF.ext"))->sh_offset + 1] = 0x12;
 	snprintf(m, sizeof(m), "section %zu (.BTF.ext): bad BTF.ext magic 0x129f", sec_idx(b, ".BTF.ext"));

@@ -47,8 +47,9 @@ struct gpuext_ctx_field {
 	bool writable;
 	/* The loaded value's type: a scalar, or a pointer to memory of ptr_size bytes. */
 	bool is_ptr;
-	uint32_t ptr_size;
+	uint32_t ptr_size;	/* 0: an opaque handle (kfunc argument only) */
 	bool ptr_maybe_null;
+	bool divergent;		/* SIMT: differs between the lanes of a warp */
 };
 
 /*
@@ -72,6 +73,8 @@ struct gpuext_prog_type_desc {
 	/* SIMT rules (device probes): uniformity + per-invocation work bound. */
 	bool simt;
 	uint64_t max_work;	/* bound on instructions per invocation; 0 = none */
+	/* Privileged semantics: pointers may be stored, compared and returned. */
+	bool allow_ptr_leaks;
 };
 
 const struct gpuext_prog_type_desc *gpuext_prog_type_desc(enum gpuext_prog_type type);
@@ -125,6 +128,8 @@ struct gpuext_verify_opts {
 	char *log_buf;		/* NULL: log through the runtime's print callback */
 	size_t log_size;
 	uint64_t insn_budget;	/* processed-instruction budget; 0 = 1,000,000 */
+	/* GPUEXT_PROG_HOST only: r1 = a ctx_size-byte buffer, r2 = ctx_size (0: no context). */
+	uint32_t ctx_size;
 };
 
 struct gpuext_verify_result {

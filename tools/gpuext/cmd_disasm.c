@@ -23,11 +23,12 @@ static void help(FILE *f)
 		"count, a <function>: label where each function starts, then one line per\n"
 		"instruction: its index, optionally its raw bytes, and its text. Jumps and\n"
 		"local calls show their target as <function+byte offset>; ld_imm64 map\n"
-		"references name the map (map_fd[NAME], map_value_fd[NAME]+OFFSET); helper\n"
-		"calls carry the helper's name as a '; comment'.\n"
+		"references name the map (map[NAME] is the program's map NAME, map_value[NAME]+OFF\n"
+		"an address inside its value; map_fd[NAME]/map_value_fd[NAME] the same by\n"
+		"runtime map id); helper calls carry the helper's name as a '; comment'.\n"
 		"\n"
-		"The text is what the gpuext assembler reads, so a listing can be edited and\n"
-		"assembled back.\n"
+		"The text is what the gpuext assembler (core/asm.c) reads, so a listing can be\n"
+		"edited and assembled back.\n"
 		"\n"
 		"options:\n"
 		"  --prog NAME   only this program (default: all of them)\n"
@@ -35,14 +36,16 @@ static void help(FILE *f)
 		"  -h, --help    this text\n"
 		"\n"
 		"example:\n"
-		"  $ gpuext disasm build/policies/lfu_stride.bpf.o --prog lfu_access\n"
-		"  Program lfu_access (section struct_ops/lfu_access, 24 instructions):\n"
+		"  $ gpuext disasm build/tests/bpf/disasm_mem.bpf.o --prog mem_c\n"
+		"  Program mem_c (section socket, 33 instructions):\n"
 		"\n"
-		"  <lfu_access>:\n"
-		"         0:\tr6 = r1\n"
-		"         1:\tr1 = map_fd[lfu_counts] ll\n"
-		"         3:\tcall 0x1 ; bpf_map_lookup_elem\n"
-		"         4:\tif r0 == 0x0 goto +0x3 <lfu_access+0x40>\n"
+		"  <mem_c>:\n"
+		"           0:\tr6 = r1\n"
+		"           1:\tw1 = *(u8 *)(r6 + 0x0)\n"
+		"  ...\n"
+		"          15:\tr1 = map[counters] ll\n"
+		"          17:\tcall 0x1 ; bpf_map_lookup_elem\n"
+		"          18:\tif r0 == 0x0 goto +0x4 <mem_c+0xb8>\n"
 		"  ...\n");
 }
 
@@ -174,7 +177,8 @@ int cmd_disasm(int argc, char **argv)
 	}
 	err = gpuext_object__open_file(rt, path, NULL, &obj);
 	if (err) {
-		fprintf(stderr, "gpuext disasm: cannot open '%s': %s\n", path, strerror(-err));
+		fprintf(stderr, "gpuext disasm: could not load '%s' (%s); the message above says why\n",
+			path, strerror(-err));
 		goto out;
 	}
 	if (only) {
