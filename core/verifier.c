@@ -121,9 +121,13 @@ static void log_state(struct verifier *v, const struct vstate *st)
 		kinds[8] = '\0';
 		if (!any)
 			continue;
-		if (s->bytes[0] == VB_SPILL) {
+		if (s->bytes[0] == VB_SPILL && s->spill_size == 8) {
 			v_format_reg(&s->spill, buf, sizeof(buf));
 			v_log(v, " fp-%d=%s", GPUEXT_STACK_SIZE - i * 8, buf);
+		} else if (memchr(s->bytes, VB_SPILL, 8)) {
+			v_format_reg(&s->spill, buf, sizeof(buf));
+			v_log(v, " fp-%d=%s(%s@%u)", GPUEXT_STACK_SIZE - i * 8, kinds, buf,
+			      s->spill_off);
 		} else {
 			v_log(v, " fp-%d=%s", GPUEXT_STACK_SIZE - i * 8, kinds);
 		}
@@ -156,7 +160,8 @@ int v_reject(struct verifier *v, const struct vstate *st, enum gpuext_rule rule,
 	snprintf(v->hint, sizeof(v->hint), "%s", hint ? hint : "");
 	if (st && st->pc < v->cnt) {
 		log_insn(v, st->pc);
-		log_state(v, st);
+		if (st->frames[0]) /* static checks have no register state */
+			log_state(v, st);
 	}
 	v_log(v, "%s\n", v->msg);
 	v_log(v, "rule: %s (%s)\n", gpuext_rule_name(rule), gpuext_rule_desc(rule));
@@ -621,7 +626,9 @@ static bool reg_covers(const struct vreg *o, const struct vreg *c, struct idmap 
 static bool states_cover(struct verifier *v, const struct vstate *o, const struct vstate *c,
 			 const uint16_t *live, bool exact)
 {
-	struct idmap m = { .n = 0 };
+	struct idmap m;
+
+	m.n = 0;
 
 	if (o->curframe != c->curframe || o->nrefs != c->nrefs || o->ndiverge != c->ndiverge)
 		return false;
@@ -665,8 +672,9 @@ static bool states_cover(struct verifier *v, const struct vstate *o, const struc
 				if (os->bytes[b] != cs->bytes[b])
 					return false;
 			}
-			if (os->bytes[0] == VB_SPILL && cs->bytes[0] == VB_SPILL &&
-			    !reg_covers(&os->spill, &cs->spill, &m, exact))
+			if (memchr(os->bytes, VB_SPILL, 8) && memchr(cs->bytes, VB_SPILL, 8) &&
+			    (os->spill_off != cs->spill_off || os->spill_size != cs->spill_size ||
+			     !reg_covers(&os->spill, &cs->spill, &m, exact)))
 				return false;
 		}
 	}
@@ -676,36 +684,103 @@ static bool states_cover(struct verifier *v, const struct vstate *o, const struc
 	return true;
 }
 
-/* A path ended after @len instructions: settle the checkpoints above it. */
+static uint64_t mix(uint64_t h, uint64_t x)
+{
+	h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	return h;
+}
+
+static uint64_t hash_reg(uint64_t h, const struct vreg *r)
+{
+	h = mix(h, r->type);
+	if (r->type == VT_NOT_INIT)
+		return h;
+	h = mix(h, (uint64_t)r->maybe_null | (uint64_t)r->rdonly << 1 | (uint64_t)r->divergent << 2);
+	h = mix(h, (uint64_t)r->id << 32 | r->ref_id);
+	h = mix(h, (uint64_t)(uint32_t)r->off << 32 | r->frameno);
+	h = mix(h, (uint64_t)r->mem_size ^ (uint64_t)(uintptr_t)r->map);
+	h = mix(h, r->s.var.value);
+	h = mix(h, r->s.var.mask);
+	h = mix(h, r->s.umin);
+	h = mix(h, r->s.umax);
+	h = mix(h, (uint64_t)r->s.smin);
+	h = mix(h, (uint64_t)r->s.smax);
+	return h;
+}
+
+/* Equal states (exact) have equal hashes. */
+static uint64_t state_hash(const struct vstate *st)
+{
+	uint64_t h = mix((uint64_t)st->curframe, (uint64_t)st->nrefs << 8 | (uint64_t)st->ndiverge);
+
+	for (int f = 0; f <= st->curframe; f++) {
+		const struct vframe *fr = st->frames[f];
+
+		h = mix(h, fr->callsite);
+		for (int r = 0; r < 10; r++)
+			h = hash_reg(h, &fr->regs[r]);
+		for (int k = 0; k < VSLOTS; k++) {
+			const struct vslot *sl = &fr->stack[k];
+			uint64_t b;
+
+			memcpy(&b, sl->bytes, 8);
+			if (!b)
+				continue;
+			h = mix(h, (uint64_t)k << 56 ^ b);
+			if (memchr(sl->bytes, VB_SPILL, 8))
+				h = hash_reg(mix(h, (uint64_t)sl->spill_off << 8 | sl->spill_size),
+					     &sl->spill);
+		}
+	}
+	return h;
+}
+
+/*
+ * A path ended after @len instructions: record its end in the checkpoint it
+ * descends from, and close checkpoints whose paths are all explored, each
+ * passing its furthest end up to its parent.
+ */
 static void path_done(struct vcheckpoint *cp, uint64_t len)
 {
-	for (; cp; cp = cp->parent) {
-		if (len - cp->path_pos > cp->max_tail)
-			cp->max_tail = len - cp->path_pos;
+	while (cp) {
+		if (len > cp->max_end)
+			cp->max_end = len;
 		if (--cp->branches)
-			break;
+			return;
+		len = cp->max_end;
+		cp = cp->parent;
 	}
-	/* ancestors above a still-open checkpoint learn the length when it closes */
-	for (; cp; cp = cp->parent)
-		if (len - cp->path_pos > cp->max_tail)
-			cp->max_tail = len - cp->path_pos;
 }
 
 /* Returns 1 if the path can stop here (pruned), 0 to go on, <0 on rejection. */
 static int check_prune(struct verifier *v, struct vstate *st, const uint16_t *live)
 {
-	struct vcheckpoint *cp;
+	struct vcheckpoint *cp, **link;
+	uint64_t hash = state_hash(st);
 
-	for (cp = v->cps[st->pc]; cp; cp = cp->next) {
+	for (link = &v->cps[st->pc]; (cp = *link);) {
 		if (cp->branches == 0) {
-			if (states_cover(v, &cp->st, st, live, false)) {
+			if (!states_cover(v, &cp->st, st, live, false)) {
+				/* a complete state that keeps missing (a loop head with a
+				 * counter, say) only costs time: forget it */
+				if (++cp->miss > cp->hit * 3 + 3) {
+					*link = cp->next;
+					v_state_free(&cp->st);
+					free(cp);
+					v->cur_states--;
+					continue;
+				}
+			} else {
+				cp->hit++;
 				v->res->pruned++;
-				path_done(st->parent, st->path_len + cp->max_tail);
-				if (st->path_len + cp->max_tail > v->res->max_work)
-					v->res->max_work = st->path_len + cp->max_tail;
+				uint64_t end = st->path_len + (cp->max_end - cp->path_pos);
+
+				path_done(st->parent, end);
+				if (end > v->res->max_work)
+					v->res->max_work = end;
 				return 1;
 			}
-		} else if (states_cover(v, &cp->st, st, live, true)) {
+		} else if (cp->hash == hash && states_cover(v, &cp->st, st, live, true)) {
 			return v_reject(v, st, GPUEXT_RULE_LOOP_BOUND,
 					"make the loop change its state each iteration and bound it, e.g. "
 					"for (i = 0; i < N; i++)",
@@ -713,6 +788,7 @@ static int check_prune(struct verifier *v, struct vstate *st, const uint16_t *li
 					"on the same path",
 					st->pc);
 		}
+		link = &cp->next;
 	}
 	if (v->cur_states >= MAX_STORED_STATES)
 		return 0;
@@ -722,6 +798,7 @@ static int check_prune(struct verifier *v, struct vstate *st, const uint16_t *li
 		return -ENOMEM;
 	}
 	cp->parent = st->parent;
+	cp->hash = hash;
 	cp->branches = 1;
 	cp->path_pos = st->path_len;
 	cp->next = v->cps[st->pc];

@@ -103,7 +103,11 @@ enum vbyte { VB_INVALID = 0, VB_MISC, VB_ZERO, VB_SPILL };
 
 struct vslot {
 	uint8_t bytes[8];	/* enum vbyte per byte */
-	struct vreg spill;	/* valid when all bytes are VB_SPILL */
+	/* The spilled register, valid for the VB_SPILL bytes [spill_off, spill_off +
+	 * spill_size): 8 bytes for any register, 1/2/4 for a scalar (its value is
+	 * kept, truncated, so a narrow loop counter on the stack stays precise). */
+	uint8_t spill_off, spill_size;
+	struct vreg spill;
 };
 
 struct vframe {
@@ -139,7 +143,9 @@ struct vcheckpoint {
 	struct vcheckpoint *next;	/* same instruction */
 	uint32_t branches;		/* paths from here still being explored */
 	uint64_t path_pos;		/* path_len when stored */
-	uint64_t max_tail;		/* longest path from here to an exit, once complete */
+	uint64_t max_end;		/* furthest path length reached through here (complete: final) */
+	uint32_t hit, miss;		/* pruning success, to drop states that never help */
+	uint64_t hash;			/* of the exact state, for the infinite-loop check */
 };
 
 struct vpending {

@@ -134,6 +134,18 @@ static struct vslot *slot_at(struct vframe *f, int64_t off, int *byte)
 	return &f->stack[pos / 8];
 }
 
+static void drop_spill(struct vslot *s)
+{
+	for (int i = 0; i < 8; i++)
+		if (s->bytes[i] == VB_SPILL)
+			s->bytes[i] = VB_MISC;
+	bool div = s->spill.divergent;
+
+	memset(&s->spill, 0, sizeof(s->spill));
+	s->spill.divergent = div;
+	s->spill_off = s->spill_size = 0;
+}
+
 /* Marks [off, off+size) written with @val (NULL: unknown scalar bytes). */
 static void stack_write(struct vstate *st, struct vframe *f, int64_t off, unsigned size,
 			const struct vreg *val, bool zero)
@@ -142,20 +154,25 @@ static void stack_write(struct vstate *st, struct vframe *f, int64_t off, unsign
 	struct vslot *s;
 	bool div = (val && val->divergent) || st->ndiverge;
 
-	if (size == 8 && (off % 8) == 0 && val) {
+	/* a whole register (8 bytes, aligned) or a scalar sub-register (naturally aligned) */
+	if (val && !zero && (off % (int64_t)size) == 0 &&
+	    (size == 8 || (val->type == VT_SCALAR && size < 8))) {
 		s = slot_at(f, off, &b);
-		memset(s->bytes, VB_SPILL, 8);
+		if (size == 8 || s->spill_off != b || s->spill_size != size)
+			drop_spill(s);
+		memset(s->bytes + b, VB_SPILL, size);
 		s->spill = *val;
+		if (size < 8)
+			scalar_trunc(&s->spill.s, size);
 		s->spill.divergent |= div;
+		s->spill_off = (uint8_t)b;
+		s->spill_size = (uint8_t)size;
 		return;
 	}
 	for (unsigned i = 0; i < size; i++) {
 		s = slot_at(f, off + i, &b);
-		if (s->bytes[0] == VB_SPILL) {
-			/* partial overwrite destroys the spilled register */
-			memset(s->bytes, VB_MISC, 8);
-			set_scalar_unknown(&s->spill);
-		}
+		if (s->bytes[b] == VB_SPILL)
+			drop_spill(s); /* partial overwrite destroys the spilled register */
 		s->bytes[b] = zero ? VB_ZERO : VB_MISC;
 		s->spill.divergent |= div;
 	}
@@ -185,8 +202,11 @@ static int stack_read(struct verifier *v, struct vstate *st, struct vframe *f, i
 	}
 	if (!out)
 		return 0;
-	if (size == 8 && off % 8 == 0 && s->bytes[0] == VB_SPILL) {
+	s = slot_at(f, off, &b);
+	if (s->bytes[b] == VB_SPILL && s->spill_off == b && s->spill_size == size) {
 		*out = s->spill;
+		if (sext)
+			scalar_sext(&out->s, size);
 		return 0;
 	}
 	if (spill) {
@@ -286,7 +306,7 @@ static int mem_access(struct verifier *v, struct vstate *st, int regno, int32_t 
 						"spill pointers as whole aligned 8-byte slots",
 						"partial spill of a pointer (size %u at fp%lld)", size,
 						(long long)off);
-			stack_write(st, f, off, size, size == 8 ? val : NULL, zero);
+			stack_write(st, f, off, size, val, zero);
 			return 0;
 		}
 		err = stack_read(v, st, f, off, size, out, sext);
@@ -722,6 +742,16 @@ static void mark_null_outcome(struct vstate *st, uint32_t id, bool is_null)
 	}
 }
 
+static void drop_ref(struct vstate *st, uint32_t ref)
+{
+	for (int i = 0; i < st->nrefs; i++) {
+		if (st->refs[i] == ref) {
+			st->refs[i] = st->refs[--st->nrefs];
+			return;
+		}
+	}
+}
+
 static void push_divergence(struct verifier *v, struct vstate *st)
 {
 	if (st->ndiverge < VMAX_DIVERGE) {
@@ -764,14 +794,16 @@ static int do_jcond(struct verifier *v, struct vstate *st, const struct bpf_insn
 				st->pc = op == BPF_JNE ? target : fall;
 				return 0;
 			}
-			uint32_t id = p->id;
+			uint32_t id = p->id, ref = p->ref_id;
 
 			other = v_push_branch(v, st, target);
 			if (!other)
 				return v->rule ? -EACCES : -ENOMEM;
-			/* taken side: JEQ -> NULL, JNE -> non-NULL */
+			/* taken side: JEQ -> NULL, JNE -> non-NULL; a NULL record holds no reference */
 			mark_null_outcome(other, id, op == BPF_JEQ);
 			mark_null_outcome(st, id, op != BPF_JEQ);
+			if (ref)
+				drop_ref(op == BPF_JEQ ? other : st, ref);
 			if (divergent) {
 				push_divergence(v, other);
 				push_divergence(v, st);

@@ -64,6 +64,22 @@ expect "run-prog help" 0 "r1 points to" -- "$GPUEXT" run-prog --help
 expect "run-prog show-mem" 0 "mem = 2a 00" -- "$GPUEXT" run-prog --show-mem --mem '00 00' \
   --hex '72 01 00 00 2a 00 00 00 b7 00 00 00 00 00 00 00 95 00 00 00 00 00 00 00'
 
+# --- verify
+expect "verify accept" 0 "ACCEPT" -- "$GPUEXT" verify --hex "$MOV42"
+expect "verify uninit r1" 1 "rule: uninit-reg" -- "$GPUEXT" verify --hex "$LDB1"
+expect "verify ctx ok" 0 "ACCEPT" -- "$GPUEXT" verify --hex "$LDB1" --ctx-size 4
+expect "verify ctx oob" 1 "rule: ctx-access" -- "$GPUEXT" verify --hex "$OOB" --ctx-size 4
+expect "verify stack uninit" 1 "rule: uninit-stack" -- "$GPUEXT" verify --hex '79 a0 f8 ff 00 00 00 00 95 00 00 00 00 00 00 00'
+expect "verify log names insn" 1 "0: (79) r0 = *(u64 *)(r10 - 0x8)" -- "$GPUEXT" verify --hex '79 a0 f8 ff 00 00 00 00 95 00 00 00 00 00 00 00'
+expect "verify infinite loop" 1 "rule: loop-bound" -- "$GPUEXT" verify --hex 'b7 00 00 00 00 00 00 00 15 00 ff ff 00 00 00 00 95 00 00 00 00 00 00 00'
+expect "verify unreachable" 1 "rule: unreachable" -- "$GPUEXT" verify --hex 'b7 00 00 00 00 00 00 00 05 00 ff ff 00 00 00 00 95 00 00 00 00 00 00 00'
+expect "verify ret range" 1 "rule: ret-range" -- "$GPUEXT" verify --type mem_ops --hex 'b7 00 00 00 02 00 00 00 95 00 00 00 00 00 00 00'
+expect "verify stats" 0 "processed=2" -- "$GPUEXT" verify --hex "$MOV42"
+expect "verify log level 2" 0 "R0=42" -- "$GPUEXT" verify --log=2 --hex "$MOV42"
+expect "verify bad type" 2 "unknown --type 'gpu'" -- "$GPUEXT" verify --type gpu --hex "$MOV42"
+expect "verify object" 0 "tiny" -- "$GPUEXT" verify "$BPF/loader_tiny.bpf.o"
+expect "verify help" 0 "SIMT rules" -- "$GPUEXT" verify --help
+
 # --- maps (a pid that cannot exist keeps these independent of the machine)
 expect "maps help" 0 "usage: gpuext maps [list] [--pid PID]" -- "$GPUEXT" maps --help
 expect "maps no process" 1 "no process 999999999, and no maps of it in /dev/shm" -- "$GPUEXT" maps list --pid 999999999

@@ -14,8 +14,10 @@ echo
 echo "==> RFC 9669 ISA corpus on the reference interpreter"
 build/test_isa
 echo
-echo "==> a BPF object compiled by clang-22, disassembled"
-build/gpuext disasm build/tests/bpf/globals.bpf.o | head -n 40
+echo "==> a BPF object compiled by clang-22: disassembled, verified, run"
+build/gpuext disasm build/tests/bpf/loader_tiny.bpf.o | head -n 30
+build/gpuext verify build/tests/bpf/loader_tiny.bpf.o
+build/gpuext run-prog build/tests/bpf/loader_tiny.bpf.o --mem-size 64
 echo
 echo "==> interpreter benchmark"
 build/bench_interp --iters 200000 --reps 3
