@@ -88,6 +88,8 @@ uint64_t gpuext_runtime_prandom(struct gpuext_runtime *rt);
 
 /* helpers.c: registers the standard host helpers into a new runtime. */
 int gpuext_register_std_helpers(struct gpuext_runtime *rt);
+/* policy.c: declares the gpu_ops.h kfuncs (no implementation until a backend opens). */
+int gpuext_declare_gpu_kfuncs(struct gpuext_runtime *rt);
 
 /*
  * maps.c / ringbuf.c: the program side of maps, used by helpers and the

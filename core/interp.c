@@ -90,6 +90,9 @@ int gpuext_exec__check_mem(const struct gpuext_exec *ex, uint64_t addr, uint64_t
 	for (size_t i = 0; i < rt->var_cnt; i++)
 		if (in_range(addr, len, rt->vars[i].addr, rt->vars[i].size))
 			return write && !rt->vars[i].writable ? -EFAULT : 0;
+	for (size_t i = 0; i < ex->opts->region_cnt; i++)
+		if (in_range(addr, len, ex->opts->regions[i].addr, ex->opts->regions[i].len))
+			return write && !ex->opts->regions[i].writable ? -EFAULT : 0;
 	for (size_t i = 0; i < rt->map_slots; i++)
 		if (rt->maps[i] && gpuext_map_contains(rt->maps[i], addr, len, write))
 			return 0;

@@ -65,6 +65,8 @@ int gpuext_runtime__new(const struct gpuext_runtime_opts *opts, struct gpuext_ru
 	rt->next_kfunc_id = GPUEXT_KFUNC_ID_BASE;
 	rt->next_map_id = 1;
 	err = gpuext_register_std_helpers(rt);
+	if (!err)
+		err = gpuext_declare_gpu_kfuncs(rt);
 	if (err) {
 		gpuext_runtime__free(rt);
 		return GPUEXT_ERR(-err);
@@ -167,6 +169,20 @@ int gpuext_runtime__register_func(struct gpuext_runtime *rt, const struct gpuext
 	}
 	rt->funcs[rt->func_cnt++] = p;
 	return (int)p.id;
+}
+
+int gpuext_runtime__set_func_impl(struct gpuext_runtime *rt, enum gpuext_func_kind kind,
+				  const char *name, gpuext_func_fn fn)
+{
+	for (size_t i = 0; i < rt->func_cnt; i++) {
+		if (rt->funcs[i].kind == kind && strcmp(rt->funcs[i].name, name) == 0) {
+			rt->funcs[i].fn = fn;
+			return 0;
+		}
+	}
+	gpuext_log(rt, GPUEXT_LOG_WARN, "%s '%s' is not declared in this runtime",
+		   kind == GPUEXT_FUNC_KFUNC ? "kfunc" : "helper", name);
+	return GPUEXT_ERR(ENOENT);
 }
 
 const struct gpuext_func_proto *gpuext_runtime__find_func(const struct gpuext_runtime *rt,

@@ -1119,6 +1119,14 @@ static int call_helper(struct verifier *v, struct vstate *st, const struct bpf_i
 		r0->divergent = any_div;
 		scalar_const(&r0->s, 0);
 		break;
+	case GPUEXT_RET_HANDLE_OR_NULL:
+		memset(r0, 0, sizeof(*r0));
+		r0->type = VT_HANDLE;
+		r0->maybe_null = true;
+		r0->id = v->next_id++;
+		r0->divergent = any_div;
+		scalar_const(&r0->s, 0);
+		break;
 	case GPUEXT_RET_RINGBUF_MEM_OR_NULL:
 		if (st->nrefs >= VMAX_REFS)
 			return v_reject(v, st, GPUEXT_RULE_REF_LEAK, NULL,

@@ -174,6 +174,7 @@ enum gpuext_ret_type {
 	GPUEXT_RET_VOID,
 	GPUEXT_RET_MAP_VALUE_OR_NULL,
 	GPUEXT_RET_RINGBUF_MEM_OR_NULL,	/* acquires a reference, size = the ALLOC_SIZE arg */
+	GPUEXT_RET_HANDLE_OR_NULL,	/* an opaque driver object (kfuncs), or NULL */
 };
 
 enum gpuext_func_kind {
@@ -199,6 +200,13 @@ struct gpuext_func_proto {
 /* The proto is copied; @name must outlive the runtime. Returns the id. */
 int gpuext_runtime__register_func(struct gpuext_runtime *rt,
 				  const struct gpuext_func_proto *proto);
+/*
+ * Gives a declared function (fn == NULL, e.g. the gpu_ops.h kfuncs every
+ * runtime declares) its implementation; a backend does this when it opens.
+ * -ENOENT if no such function is declared.
+ */
+int gpuext_runtime__set_func_impl(struct gpuext_runtime *rt, enum gpuext_func_kind kind,
+				  const char *name, gpuext_func_fn fn);
 const struct gpuext_func_proto *gpuext_runtime__find_func(const struct gpuext_runtime *rt,
 							  enum gpuext_func_kind kind,
 							  uint32_t id);
@@ -254,6 +262,12 @@ size_t gpuext_prog__func_cnt(const struct gpuext_prog *prog);
 uint32_t gpuext_prog__func_start(const struct gpuext_prog *prog, size_t idx);
 const char *gpuext_prog__func_name(const struct gpuext_prog *prog, size_t idx);
 
+struct gpuext_mem_region {
+	const void *addr;
+	size_t len;
+	bool writable;
+};
+
 struct gpuext_run_opts {
 	size_t sz;
 	/* r1 = ctx (or a copy of mem), r2 = ctx_len. */
@@ -266,6 +280,9 @@ struct gpuext_run_opts {
 	uint64_t insn_limit;
 	/* Out: instructions executed. */
 	uint64_t insn_executed;
+	/* More memory the program may access (e.g. structs its ctx points to). */
+	const struct gpuext_mem_region *regions;
+	size_t region_cnt;
 };
 
 /*

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "gpuext/policy.h"
 #include "gpuext/verifier.h"
 #include "internal.h"
 
@@ -25,7 +26,8 @@ static void help(FILE *f)
 		"  --prog NAME     only this program\n"
 		"  --type TYPE     host (default for raw bytecode), socket_filter, mem_ops,\n"
 		"                  sched_ops, device_probe; for objects the default comes from the\n"
-		"                  section: struct_ops/* -> mem_ops, socket* -> socket_filter,\n"
+		"                  section: a gpu_mem_ops/gpu_sched_ops member -> that hook,\n"
+		"                  socket* -> socket_filter,\n"
 		"                  probe/* -> device_probe, anything else -> host\n"
 		"  --ctx-size N    host programs: bytes of the buffer in r1 (default 0)\n"
 		"  --log=N         0: the rejection only; 1: + every instruction walked;\n"
@@ -48,14 +50,28 @@ static int type_for_section(const char *sec)
 	return GPUEXT_PROG_HOST;
 }
 
-static int verify_one(struct gpuext_prog *prog, int type, int log_level, uint32_t ctx_size,
-		      uint64_t budget)
+/* A program filling a gpu_mem_ops/gpu_sched_ops member is verified as that hook. */
+static const struct gpuext_prog_type_desc *hook_of(const struct gpuext_object *obj,
+						   const struct gpuext_prog *prog)
+{
+	for (size_t i = 0; i < gpuext_object__struct_ops_cnt(obj); i++) {
+		const struct gpuext_struct_ops *so = gpuext_object__struct_ops(obj, i);
+
+		for (size_t m = 0; m < so->member_cnt; m++)
+			if (so->members[m].prog == prog)
+				return gpuext_hook_desc(so->type_name, so->members[m].member);
+	}
+	return NULL;
+}
+
+static int verify_one(struct gpuext_prog *prog, int type, const struct gpuext_prog_type_desc *desc,
+		      int log_level, uint32_t ctx_size, uint64_t budget)
 {
 	size_t log_size = 1 << 22;
 	char *log = malloc(log_size);
 	GPUEXT_OPTS(gpuext_verify_opts, vo, .type = (enum gpuext_prog_type)type,
 		    .log_level = (uint32_t)log_level, .log_buf = log, .log_size = log_size,
-		    .ctx_size = ctx_size, .insn_budget = budget);
+		    .ctx_size = ctx_size, .insn_budget = budget, .type_desc = desc);
 	struct gpuext_verify_result res = { .sz = sizeof(res) };
 	int err;
 
@@ -73,7 +89,7 @@ static int verify_one(struct gpuext_prog *prog, int type, int log_level, uint32_
 		fputs(log, stdout);
 	printf("%-24s %-14s %-9s insns=%zu processed=%llu states=%u peak=%u pruned=%u "
 	       "stack=%u time=%.1fus",
-	       gpuext_prog__name(prog), gpuext_prog_type_name((enum gpuext_prog_type)type),
+	       gpuext_prog__name(prog), desc ? desc->name : gpuext_prog_type_name((enum gpuext_prog_type)type),
 	       res.accepted ? "ACCEPT" : "REJECT", gpuext_prog__insn_cnt(prog),
 	       (unsigned long long)res.insns_processed, res.states, res.peak_states, res.pruned,
 	       res.stack_depth, res.time_ns / 1e3);
@@ -147,7 +163,7 @@ int cmd_verify(int argc, char **argv)
 			ret = 1;
 			goto out;
 		}
-		ret = verify_one(raw, type < 0 ? GPUEXT_PROG_HOST : type, log_level,
+		ret = verify_one(raw, type < 0 ? GPUEXT_PROG_HOST : type, NULL, log_level,
 				 (uint32_t)ctx_size, budget) ? 1 : 0;
 		goto out;
 	}
@@ -165,7 +181,7 @@ int cmd_verify(int argc, char **argv)
 			continue;
 		any = true;
 		if (verify_one(p, type < 0 ? type_for_section(gpuext_prog__section(p)) : type,
-			       log_level, (uint32_t)ctx_size, budget))
+			       type < 0 ? hook_of(obj, p) : NULL, log_level, (uint32_t)ctx_size, budget))
 			ret = 1;
 	}
 	if (!any) {
