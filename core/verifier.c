@@ -759,22 +759,14 @@ static int check_prune(struct verifier *v, struct vstate *st, const uint16_t *li
 	uint64_t hash = state_hash(st);
 
 	for (link = &v->cps[st->pc]; (cp = *link);) {
+		bool hit = false;
+
 		if (cp->branches == 0) {
-			if (!states_cover(v, &cp->st, st, live, false)) {
-				/* a complete state that keeps missing (a loop head with a
-				 * counter, say) only costs time: forget it */
-				if (++cp->miss > cp->hit * 3 + 3) {
-					*link = cp->next;
-					v_state_free(&cp->st);
-					free(cp);
-					v->cur_states--;
-					continue;
-				}
-			} else {
-				cp->hit++;
-				v->res->pruned++;
+			if (states_cover(v, &cp->st, st, live, false)) {
 				uint64_t end = st->path_len + (cp->max_end - cp->path_pos);
 
+				cp->hit++;
+				v->res->pruned++;
 				path_done(st->parent, end);
 				if (end > v->res->max_work)
 					v->res->max_work = end;
@@ -788,9 +780,28 @@ static int check_prune(struct verifier *v, struct vstate *st, const uint16_t *li
 					"on the same path",
 					st->pc);
 		}
+		/* A state that keeps missing (a loop head with a counter, say) only costs
+		 * time: take it off the search list. One still in progress stays alive for
+		 * the paths below it (they point to it as their parent). */
+		if (!hit && ++cp->miss > cp->hit * 3 + 3) {
+			*link = cp->next;
+			if (cp->branches == 0) {
+				v_state_free(&cp->st);
+				free(cp);
+				v->cur_states--;
+			} else {
+				cp->next = v->retired;
+				v->retired = cp;
+			}
+			continue;
+		}
 		link = &cp->next;
 	}
 	if (v->cur_states >= MAX_STORED_STATES)
+		return 0;
+	/* Store sparsely (as Linux does): not before 2 jumps and 8 instructions since the
+	 * last checkpoint on this path, so a tight loop does not keep a copy per iteration. */
+	if (st->parent && (st->cp_jmps < 2 || st->path_len - st->cp_len < 8))
 		return 0;
 	cp = calloc(1, sizeof(*cp));
 	if (!cp || v_state_copy(&cp->st, st)) {
@@ -804,6 +815,8 @@ static int check_prune(struct verifier *v, struct vstate *st, const uint16_t *li
 	cp->next = v->cps[st->pc];
 	v->cps[st->pc] = cp;
 	st->parent = cp;
+	st->cp_len = st->path_len;
+	st->cp_jmps = 0;
 	v->cur_states++;
 	v->res->states++;
 	if (v->cur_states > v->peak_states)
@@ -838,6 +851,8 @@ static int explore(struct verifier *v, struct vstate *init, const uint16_t *live
 				log_state(v, &st);
 		}
 		st.path_len++;
+		if (v->dec[st.pc].kind == ISA_JCOND || v->dec[st.pc].kind == ISA_JA)
+			st.cp_jmps++;
 		err = v_step(v, &st);
 		if (err < 0)
 			break;
@@ -877,6 +892,11 @@ static void free_all(struct verifier *v)
 				free(cp);
 			}
 		}
+	}
+	for (struct vcheckpoint *cp = v->retired, *nx; cp; cp = nx) {
+		nx = cp->next;
+		v_state_free(&cp->st);
+		free(cp);
 	}
 	free(v->cps);
 	free(v->dec);

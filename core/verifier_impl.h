@@ -133,6 +133,8 @@ struct vstate {
 	int ndiverge;
 	uint32_t pc;
 	uint64_t path_len;		/* instructions on this path so far */
+	uint64_t cp_len;		/* path_len at the last checkpoint stored on this path */
+	uint32_t cp_jmps;		/* jumps since then */
 	struct vcheckpoint *parent;	/* last checkpoint on this path */
 };
 
@@ -166,6 +168,7 @@ struct verifier {
 	uint8_t *is_func_start;
 	int32_t *ipdom;			/* immediate post-dominator per insn (SIMT), -1 = exit */
 	struct vcheckpoint **cps;	/* per insn list */
+	struct vcheckpoint *retired;	/* off the lists but still parents of live paths */
 	struct vpending *stack;		/* pending branches (DFS) */
 	size_t nstack, capstack;
 	uint32_t next_id;
