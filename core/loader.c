@@ -794,6 +794,9 @@ void gpuext_object__close(struct gpuext_object *obj)
 	free(obj);
 }
 
+/* Largest .kconfig/.ksyms extern we accept. */
+#define LDR_EXTERN_MAX 4096
+
 /* libbpf leaves a broken BTF out when it thinks it can do without; we cannot. */
 static int check_btf_with_libbpf(struct ldr_ctx *c)
 {
@@ -825,12 +828,29 @@ static int check_btf_with_libbpf(struct ldr_ctx *c)
 			continue;
 		sn = btf__name_by_offset(btf, t->name_off);
 		sec = sn ? ldr_find_sec(&c->elf, sn) : 0;
-		if (!sec)
-			continue;
 		vs = btf_var_secinfos(t);
 		for (int k = 0; k < btf_vlen(t); k++, vs++) {
-			long long sz = btf__resolve_size(btf, vs->type);
+			const struct btf_type *v = btf__type_by_id(btf, vs->type);
+			long long sz;
 
+			if (!sec) {
+				/*
+				 * Externs (.kconfig, .ksyms): libbpf keeps their size in
+				 * an int and returns a truncated one as an error code.
+				 */
+				if (!v || !btf_is_var(v))
+					continue;
+				sz = btf__resolve_size(btf, v->type);
+				if (sz >= 0 && sz <= LDR_EXTERN_MAX)
+					continue;
+				ldr_err(c, "section %u (.BTF): extern variable %d of datasec '%s' has %s (type %u); at most %d bytes",
+					c->elf.btf_idx, k, sn ? sn : "?",
+					sz < 0 ? "a type without a size" : "an oversized type", v->type,
+					LDR_EXTERN_MAX);
+				btf__free(btf);
+				return -EINVAL;
+			}
+			sz = btf__resolve_size(btf, vs->type);
 			if (sz >= 0 && (uint64_t)sz <= c->elf.secs[sec].size)
 				continue;
 			ldr_err(c, "section %u (.BTF): variable %d of datasec '%s' has %s (type %u); section %u is 0x%" PRIx64 " bytes",
@@ -879,7 +899,13 @@ int gpuext_object__open_mem(struct gpuext_runtime *rt, const void *buf, size_t l
 	if (!err) {
 		bopts.object_name = c.obj->name;
 		c.obj->bobj = bpf_object__open_mem(buf, len, &bopts);
-		if (!c.obj->bobj) {
+		if ((intptr_t)c.obj->bobj < 0) {
+			/* An error code libbpf failed to recognise as one (outside -4095..-1). */
+			ldr_err(&c, "libbpf returned error %" PRIdPTR " as an object; treating the input as malformed",
+				(intptr_t)c.obj->bobj);
+			c.obj->bobj = NULL;
+			err = -EINVAL;
+		} else if (!c.obj->bobj) {
 			char why[128];
 
 			err = errno ? -errno : -EINVAL;

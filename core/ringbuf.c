@@ -174,7 +174,9 @@ int gpuext_ringbuf_submit(struct gpuext_map *rb, void *rec, uint64_t flags, bool
 	int64_t off;
 	uint32_t len;
 
-	if (!is_ringbuf(rb) || (flags & ~(uint64_t)(BPF_RB_NO_WAKEUP | BPF_RB_FORCE_WAKEUP)))
+	/* Unknown flag bits are ignored, as Linux does: a submit/discard never fails
+	 * for its flags, or the record would stay busy and block the consumer. */
+	if (!is_ringbuf(rb))
 		return -EINVAL;
 	off = rec_offset(rb, (uint64_t)(uintptr_t)rec);
 	if (off < 0)

@@ -316,6 +316,77 @@ static void use_def(struct verifier *v, uint32_t i, uint16_t *use, uint16_t *def
 
 int v_static_checks(struct verifier *v, uint16_t **live_out);
 
+static int func_of(const struct verifier *v, size_t insn)
+{
+	int f = 0;
+
+	for (size_t i = 0; i < v->prog->func_cnt; i++)
+		if (v->prog->funcs[i].start <= insn)
+			f = (int)i;
+	return f;
+}
+
+/* Depth-first over the call graph; a back edge is recursion. */
+static int check_recursion(struct verifier *v)
+{
+	size_t nf = v->prog->func_cnt;
+	uint8_t *color = calloc(nf ? nf : 1, 1);	/* 0 new, 1 on the DFS stack, 2 done */
+	int *stack = malloc((nf + 1) * sizeof(int)), *next = calloc(nf ? nf : 1, sizeof(int));
+	int sp = 0, err = 0;
+
+	if (!color || !stack || !next) {
+		err = -ENOMEM;
+		goto out;
+	}
+	stack[sp++] = 0;
+	color[0] = 1;
+	while (sp) {
+		int f = stack[sp - 1];
+		size_t end = (size_t)f + 1 < nf ? v->prog->funcs[f + 1].start : v->cnt;
+		size_t i = v->prog->funcs[f].start + (size_t)next[f];
+		int64_t target = -1;
+
+		for (; i < end; i += v->dec[i].slots ? v->dec[i].slots : 1) {
+			const struct bpf_insn *in = &v->insns[i];
+
+			if (v->dec[i].kind == ISA_CALL && in->src_reg == BPF_PSEUDO_CALL)
+				target = isa_jump_target(in, i);
+			else if (v->dec[i].kind == ISA_LDDW && in->src_reg == BPF_PSEUDO_FUNC)
+				target = isa_func_addr_target(in, i);
+			if (target >= 0) {
+				i += v->dec[i].slots ? v->dec[i].slots : 1;
+				break;
+			}
+		}
+		next[f] = (int)(i - v->prog->funcs[f].start);
+		if (target < 0) {
+			color[f] = 2;
+			sp--;
+			continue;
+		}
+		int g = func_of(v, (size_t)target);
+
+		if (color[g] == 1) {
+			struct vstate at = { .pc = (uint32_t)(i - 1) };
+
+			err = v_reject(v, &at, GPUEXT_RULE_CALL_DEPTH,
+				       "rewrite the recursion as a bounded loop",
+				       "recursive call: %s calls %s, which is on the call chain",
+				       v->prog->funcs[f].name, v->prog->funcs[g].name);
+			goto out;
+		}
+		if (color[g] == 0) {
+			color[g] = 1;
+			stack[sp++] = g;
+		}
+	}
+out:
+	free(color);
+	free(stack);
+	free(next);
+	return err;
+}
+
 int v_static_checks(struct verifier *v, uint16_t **live_out)
 {
 	size_t cnt = v->cnt;
@@ -374,6 +445,10 @@ int v_static_checks(struct verifier *v, uint16_t **live_out)
 			goto out;
 		}
 	}
+	/* no recursion (as Linux): the call graph between functions must be acyclic */
+	err = check_recursion(v);
+	if (err)
+		goto out;
 	/* register liveness (backward, to a fixed point); calls fall through */
 	for (size_t i = 0; i < cnt; i++)
 		if (v->dec[i].slots)
@@ -560,6 +635,7 @@ out:
 struct idmap {
 	uint32_t old[64], cur[64];
 	int n;
+	uint32_t fresh;	/* stand-in ids for unlinked scalars of the current state */
 };
 
 static bool id_match(struct idmap *m, uint32_t old, uint32_t cur)
@@ -609,8 +685,12 @@ static bool reg_covers(const struct vreg *o, const struct vreg *c, struct idmap 
 		return true; /* the old path never needed it */
 	if (o->type != c->type || o->divergent < c->divergent)
 		return false;
-	if (o->type == VT_SCALAR)
+	if (o->type == VT_SCALAR) {
+		/* a link the old state relied on must exist here too */
+		if (o->id && !id_match(m, o->id, c->id ? c->id : m->fresh++))
+			return false;
 		return scalar_covers(&o->s, &c->s);
+	}
 	if (o->off != c->off || o->map != c->map || o->frameno != c->frameno ||
 	    o->mem_size != c->mem_size || o->rdonly != c->rdonly)
 		return false;
@@ -629,6 +709,7 @@ static bool states_cover(struct verifier *v, const struct vstate *o, const struc
 	struct idmap m;
 
 	m.n = 0;
+	m.fresh = 0xc0000000u;
 
 	if (o->curframe != c->curframe || o->nrefs != c->nrefs || o->ndiverge != c->ndiverge)
 		return false;

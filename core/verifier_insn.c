@@ -102,27 +102,39 @@ static int touch_stack(struct verifier *v, struct vstate *st, struct vframe *f, 
 	return 0;
 }
 
-/* Resolves a stack access to its frame and fp-relative offset. */
+/*
+ * Resolves a stack access to its frame and lowest fp-relative offset. A
+ * variable offset is allowed when its whole range stays in the frame; *span
+ * gets the range's width (0 for a constant offset).
+ */
 static int stack_access(struct verifier *v, struct vstate *st, const struct vreg *p, int32_t ioff,
-			unsigned size, struct vframe **fout, int64_t *off_out)
+			unsigned size, struct vframe **fout, int64_t *off_out, int64_t *span)
 {
-	int64_t off;
+	int64_t off, width = 0;
 
-	if (!scalar_is_const(&p->s))
-		return v_reject(v, st, GPUEXT_RULE_OOB_STACK,
-				"index the stack with constants; use a map value for variable indexing",
-				"variable stack access: the offset of the stack pointer is not a constant");
-	off = (int64_t)p->off + ioff + (int64_t)p->s.var.value;
-	if (off < -GPUEXT_STACK_SIZE || off + (int64_t)size > 0)
+	if (scalar_is_const(&p->s)) {
+		off = (int64_t)p->off + ioff + (int64_t)p->s.var.value;
+	} else {
+		if (p->s.smin < -GPUEXT_STACK_SIZE || p->s.smax > GPUEXT_STACK_SIZE)
+			return v_reject(v, st, GPUEXT_RULE_OOB_STACK,
+					"bound the index before using it on the stack",
+					"variable stack access with an unbounded offset (smin=%lld smax=%lld)",
+					(long long)p->s.smin, (long long)p->s.smax);
+		off = (int64_t)p->off + ioff + p->s.smin;
+		width = p->s.smax - p->s.smin;
+	}
+	if (off < -GPUEXT_STACK_SIZE || off + width + (int64_t)size > 0)
 		return v_reject(v, st, GPUEXT_RULE_OOB_STACK,
 				"stack accesses must lie in [fp-512, fp)",
-				"invalid stack access off=%lld size=%u (the frame is fp-512 .. fp-1)",
-				(long long)off, size);
+				"invalid stack access off=%lld%s%lld size=%u (the frame is fp-512 .. fp-1)",
+				(long long)off, width ? "..+" : "", width ? (long long)width : 0LL,
+				size);
 	if (p->frameno > (uint32_t)st->curframe)
 		return v_reject(v, st, GPUEXT_RULE_OOB_STACK, NULL,
 				"stack pointer to frame %u, which has returned", p->frameno);
 	*fout = st->frames[p->frameno];
 	*off_out = off;
+	*span = width;
 	return touch_stack(v, st, *fout, off);
 }
 
@@ -211,7 +223,7 @@ static int stack_read(struct verifier *v, struct vstate *st, struct vframe *f, i
 	}
 	if (spill) {
 		s = slot_at(f, off, &b);
-		if (is_ptr(&s->spill) && !v->type->allow_ptr_leaks)
+		if (is_ptr(&s->spill)) /* the kernel refuses this even for privileged loaders */
 			return v_reject(v, st, GPUEXT_RULE_PTR_LEAK,
 					"read spilled pointers back whole (8 bytes, aligned)",
 					"partial read of a spilled pointer at fp%lld", (long long)off);
@@ -228,6 +240,57 @@ static int stack_read(struct verifier *v, struct vstate *st, struct vframe *f, i
 			scalar_trunc(&out->s, size);
 	}
 	out->divergent = div;
+	return 0;
+}
+
+/* A write somewhere in [off, off+len): bytes keep "never written" (we do not know which
+ * were), lose exact zeros and spilled registers. */
+static void stack_write_var(struct vstate *st, struct vframe *f, int64_t off, int64_t len)
+{
+	for (int64_t i = 0; i < len; i++) {
+		int b;
+		struct vslot *s = slot_at(f, off + i, &b);
+
+		if (s->bytes[b] == VB_SPILL)
+			drop_spill(s);
+		if (s->bytes[b] == VB_ZERO)
+			s->bytes[b] = VB_MISC;
+		s->spill.divergent |= st->ndiverge > 0;
+	}
+}
+
+/* A read somewhere in [off, off+len): every byte must be written, no spilled pointer. */
+static int stack_read_var(struct verifier *v, struct vstate *st, struct vframe *f, int64_t off,
+			  int64_t len, unsigned size, struct vreg *out, bool sext)
+{
+	bool div = false;
+
+	for (int64_t i = 0; i < len; i++) {
+		int b;
+		struct vslot *s = slot_at(f, off + i, &b);
+
+		if (s->bytes[b] == VB_INVALID)
+			return v_reject(v, st, GPUEXT_RULE_UNINIT_STACK,
+					"initialise every stack byte a variable index can reach",
+					"invalid variable-offset read from stack: byte fp%lld in the range "
+					"fp%lld..fp%lld was never written",
+					(long long)(off + i), (long long)off, (long long)(off + len - 1));
+		if (s->bytes[b] == VB_SPILL && is_ptr(&s->spill))
+			return v_reject(v, st, GPUEXT_RULE_PTR_LEAK, NULL,
+					"variable-offset read may read part of a spilled pointer at fp%lld",
+					(long long)(off + i));
+		div |= s->spill.divergent;
+	}
+	if (out) {
+		memset(out, 0, sizeof(*out));
+		out->type = VT_SCALAR;
+		scalar_unknown(&out->s);
+		if (sext)
+			scalar_sext(&out->s, size);
+		else
+			scalar_trunc(&out->s, size);
+		out->divergent = div;
+	}
 	return 0;
 }
 
@@ -276,7 +339,7 @@ static int mem_access(struct verifier *v, struct vstate *st, int regno, int32_t 
 {
 	struct vreg *p = R(st, regno);
 	struct vframe *f;
-	int64_t off;
+	int64_t off, span;
 	int err;
 
 	if (p->type == VT_NOT_INIT)
@@ -297,9 +360,23 @@ static int mem_access(struct verifier *v, struct vstate *st, int regno, int32_t 
 
 	switch (p->type) {
 	case VT_STACK:
-		err = stack_access(v, st, p, ioff, size, &f, &off);
+		err = stack_access(v, st, p, ioff, size, &f, &off, &span);
 		if (err)
 			return err;
+		if (span) {
+			if (write && val && is_ptr(val))
+				return v_reject(v, st, GPUEXT_RULE_PTR_LEAK,
+						"spill pointers at constant stack offsets",
+						"variable-offset spill of a pointer");
+			if (write) {
+				stack_write_var(st, f, off, span + size);
+				return 0;
+			}
+			err = stack_read_var(v, st, f, off, span + size, size, out, sext);
+			if (!err && out)
+				out->divergent |= p->divergent;
+			return err;
+		}
 		if (write) {
 			if (val && is_ptr(val) && (size != 8 || off % 8))
 				return v_reject(v, st, GPUEXT_RULE_PTR_LEAK,
@@ -334,6 +411,10 @@ static int mem_access(struct verifier *v, struct vstate *st, int regno, int32_t 
 			return v_reject(v, st, GPUEXT_RULE_CTX_ACCESS,
 					"access context fields at constant offsets",
 					"variable-offset context access R%d", regno);
+		if (p->off)
+			return v_reject(v, st, GPUEXT_RULE_CTX_ACCESS,
+					"use the context pointer as given: ctx->field, not (ctx + n)->field",
+					"dereference of modified ctx ptr R%d off=%d disallowed", regno, p->off);
 		off = (int64_t)p->off + ioff;
 		if (v->type->field_cnt) {
 			fld = ctx_field(v, off, size);
@@ -505,6 +586,14 @@ static int do_alu(struct verifier *v, struct vstate *st, const struct bpf_insn *
 			return 0;
 		}
 		if (is64) {
+			if (!d->use_imm && srcv.type == VT_SCALAR) {
+				/* link the copies: a bound learnt on one applies to both */
+				struct vreg *sp = R(st, in->src_reg);
+
+				if (!sp->id)
+					sp->id = v->next_id++;
+				srcv.id = sp->id;
+			}
 			*dst = srcv;
 			return 0;
 		}
@@ -531,6 +620,7 @@ static int do_alu(struct verifier *v, struct vstate *st, const struct bpf_insn *
 			return v_reject(v, st, GPUEXT_RULE_PTR_ARITH, NULL, "negation of pointer R%d",
 					in->dst_reg);
 		scalar_alu(&dst->s, &dst->s, BPF_NEG, is64, false);
+		dst->id = 0;
 		return 0;
 	}
 	if (is_ptr(dst) || is_ptr(&srcv))
@@ -552,6 +642,7 @@ static int do_bswap(struct verifier *v, struct vstate *st, const struct bpf_insn
 	if (is_ptr(dst))
 		return v_reject(v, st, GPUEXT_RULE_PTR_ARITH, NULL, "byte swap of pointer R%d",
 				in->dst_reg);
+	dst->id = 0;
 	if (scalar_is_const(&dst->s)) {
 		uint64_t x = dst->s.var.value;
 
@@ -636,6 +727,14 @@ static int do_atomic(struct verifier *v, struct vstate *st, const struct bpf_ins
 	if (p->type == VT_CTX)
 		return v_reject(v, st, GPUEXT_RULE_CTX_ACCESS, "atomics work on stack, map values and memory",
 				"atomic operation on the context R%d", in->dst_reg);
+	/* Stack, map values and records start 8-aligned: the offset decides alignment. */
+	if (is_ptr(p) && (((int64_t)p->off + in->off + (int64_t)p->s.var.value) % (int64_t)d->size ||
+			  (p->s.var.mask & (d->size - 1))))
+		return v_reject(v, st, GPUEXT_RULE_MISALIGNED,
+				"atomics need naturally aligned addresses (offset a multiple of the size)",
+				"misaligned %u-byte atomic access: off=%d+%d var_off=(0x%llx; 0x%llx)",
+				d->size, p->off, in->off, (unsigned long long)p->s.var.value,
+				(unsigned long long)p->s.var.mask);
 	/* an atomic reads and writes the location */
 	memset(&old, 0, sizeof(old));
 	err = mem_access(v, st, in->dst_reg, in->off, d->size, false, &old, NULL, false, false);
@@ -761,6 +860,27 @@ static void push_divergence(struct verifier *v, struct vstate *st)
 	}
 }
 
+/* Copies a refined scalar to every register and spill linked to it (same id). */
+static void sync_linked(struct vstate *st, const struct vreg *r)
+{
+	if (r->type != VT_SCALAR || !r->id)
+		return;
+	for (int f = 0; f <= st->curframe; f++) {
+		struct vframe *fr = st->frames[f];
+
+		for (int k = 0; k < 11; k++)
+			if (&fr->regs[k] != r && fr->regs[k].type == VT_SCALAR && fr->regs[k].id == r->id)
+				fr->regs[k].s = r->s;
+		for (int k = 0; k < VSLOTS; k++) {
+			struct vslot *sl = &fr->stack[k];
+
+			if (sl->bytes[0] == VB_SPILL && sl->spill_size == 8 &&
+			    sl->spill.type == VT_SCALAR && sl->spill.id == r->id)
+				sl->spill.s = r->s;
+		}
+	}
+}
+
 static int do_jcond(struct verifier *v, struct vstate *st, const struct bpf_insn *in,
 		    const struct isa_decoded *d)
 {
@@ -843,8 +963,11 @@ static int do_jcond(struct verifier *v, struct vstate *st, const struct bpf_insn
 		if (!other)
 			return v->rule ? -EACCES : -ENOMEM;
 		R(other, in->dst_reg)->s = td;
-		if (srcp)
+		sync_linked(other, R(other, in->dst_reg));
+		if (srcp) {
 			R(other, in->src_reg)->s = ts;
+			sync_linked(other, R(other, in->src_reg));
+		}
 		if (divergent && fallok)
 			push_divergence(v, other);
 	}
@@ -862,8 +985,11 @@ static int do_jcond(struct verifier *v, struct vstate *st, const struct bpf_insn
 		return v_reject(v, st, GPUEXT_RULE_INVALID_INSN, NULL, "no side of the branch is possible");
 	}
 	dst->s = fd;
-	if (srcp)
+	sync_linked(st, dst);
+	if (srcp) {
 		srcp->s = fs;
+		sync_linked(st, srcp);
+	}
 	if (divergent && take)
 		push_divergence(v, st);
 	st->pc = fall;
@@ -877,7 +1003,7 @@ static int check_mem_arg(struct verifier *v, struct vstate *st, int regno, uint6
 {
 	struct vreg *p = R(st, regno);
 	struct vframe *f;
-	int64_t off;
+	int64_t off, span;
 	int err;
 
 	if (p->type == VT_NOT_INIT)
@@ -889,9 +1015,17 @@ static int check_mem_arg(struct verifier *v, struct vstate *st, int regno, uint6
 	case VT_STACK:
 		if (size == 0)
 			return 0;
-		err = stack_access(v, st, p, 0, (unsigned)size, &f, &off);
+		err = stack_access(v, st, p, 0, (unsigned)size, &f, &off, &span);
 		if (err)
 			return err;
+		if (span) {
+			if (write_uninit) {
+				stack_write_var(st, f, off, span + (int64_t)size);
+				return 0;
+			}
+			return stack_read_var(v, st, f, off, span + (int64_t)size, (unsigned)size,
+					      NULL, false);
+		}
 		if (write_uninit) {
 			stack_write(st, f, off, (unsigned)size, NULL, false);
 			return 0;

@@ -106,7 +106,8 @@ const struct gpuext_prog_type_desc *gpuext_prog_type_desc(enum gpuext_prog_type 
 	X(RET_RANGE, "ret-range", "a return value outside the range of the program type")  \
 	X(DIVERGENT_COLLECTIVE, "divergent-collective", "a warp-collective helper under divergent control flow") \
 	X(DIVERGENT_SUBMIT, "divergent-submit", "a ring-buffer submission under divergent control flow") \
-	X(WORK_BOUND, "work-bound", "a device probe whose work per invocation is unbounded or too large")
+	X(WORK_BOUND, "work-bound", "a device probe whose work per invocation is unbounded or too large") \
+	X(MISALIGNED, "misaligned", "an atomic access not aligned to its size")
 
 enum gpuext_rule {
 	GPUEXT_RULE_NONE = 0,
