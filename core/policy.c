@@ -79,7 +79,7 @@ static bool allow_bind_hook(const struct gpuext_func_proto *p)
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 /* r1 = the hook's arguments as an array of u64 (the BPF_PROG convention) */
-#define OPS_CTX(f_) .ctx_size = N(f_) * 8, .fields = f_, .field_cnt = N(f_)
+#define OPS_CTX(f_) .ctx_size = N(f_) * 8, .fields = f_, .field_cnt = N(f_), .ctx_is_args = true
 
 static const struct gpuext_prog_type_desc mem_descs[GPUEXT_MEM_HOOK_CNT] = {
 	[GPUEXT_HOOK_BLOCK_ACTIVATE] = { .name = "gpu_mem_ops.gpu_block_activate",

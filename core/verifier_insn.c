@@ -416,6 +416,10 @@ static int mem_access(struct verifier *v, struct vstate *st, int regno, int32_t 
 					"use the context pointer as given: ctx->field, not (ctx + n)->field",
 					"dereference of modified ctx ptr R%d off=%d disallowed", regno, p->off);
 		off = (int64_t)p->off + ioff;
+		if (v->type->ctx_is_args && off % 8)
+			return v_reject(v, st, GPUEXT_RULE_CTX_ACCESS,
+					"read each argument whole: ctx[n] is a u64",
+					"argument access at offset %lld is not a multiple of 8", (long long)off);
 		if (v->type->field_cnt) {
 			fld = ctx_field(v, off, size);
 			if (!fld)

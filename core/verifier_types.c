@@ -88,10 +88,12 @@ static const struct gpuext_prog_type_desc descs[GPUEXT_PROG_TYPE_CNT] = {
 	[GPUEXT_PROG_MEM_OPS] = {
 		.name = "mem_ops", .ctx_size = sizeof(uint64_t) * 5, .fields = ops_args,
 		.field_cnt = N(ops_args), .allow = allow_host, .ret_min = 0, .ret_max = 1,
+		.ctx_is_args = true,
 	},
 	[GPUEXT_PROG_SCHED_OPS] = {
 		.name = "sched_ops", .ctx_size = sizeof(uint64_t) * 5, .fields = ops_args,
 		.field_cnt = N(ops_args), .allow = allow_host, .ret_min = 0, .ret_max = 1,
+		.ctx_is_args = true,
 	},
 	[GPUEXT_PROG_DEVICE_PROBE] = {
 		.name = "device_probe", .ctx_size = sizeof(struct gpuext_probe_ctx),

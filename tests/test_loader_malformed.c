@@ -317,6 +317,44 @@ static void test_section_cases(struct gpuext_runtime *rt)
 	free(b);
 }
 
+/*
+ * Found by fuzz_loader: an extern whose int type claims 0xfd000004 bytes.
+ * libbpf 1.4 truncates the size to an int, returns it as an error code that
+ * is not in the -4095..-1 range, and hands back a bogus object pointer.
+ */
+static void test_huge_extern(struct gpuext_runtime *rt)
+{
+	FILE *f = fopen(GPUEXT_TEST_BPF_DIR "/loader_kconfig_bad.bpf.o", "rb");
+	uint8_t *b = malloc(1 << 20);
+	const uint32_t want[3] = { BTF_KIND_INT << 24, 4, 0x01000020 }; /* int: 32 bits, signed */
+	size_t n = 0, k, sec, off;
+
+	CHECK(f && b);
+	if (!f || !b) {
+		if (f)
+			fclose(f);
+		free(b);
+		return;
+	}
+	n = fread(b, 1, 1 << 20, f);
+	fclose(f);
+	sec = sec_idx(b, ".BTF");
+	off = shdr(b, sec)->sh_offset;
+	for (k = 24; k + 12 <= shdr(b, sec)->sh_size; k += 4)
+		if (!memcmp(b + off + k, want, 12))
+			break;
+	CHECK(k + 12 <= shdr(b, sec)->sh_size);
+	if (k + 12 <= shdr(b, sec)->sh_size) {
+		char m[160];
+
+		b[off + k + 7] = 0xfd;
+		snprintf(m, sizeof(m), "section %zu (.BTF): extern variable 0 of datasec '.kconfig' has an oversized type",
+			 sec);
+		expect("huge extern", rt, b, n, -EINVAL, m, NULL);
+	}
+	free(b);
+}
+
 int main(void)
 {
 	GPUEXT_OPTS(gpuext_runtime_opts, opts, .print = test_log_print, .print_user = &logbuf);
@@ -336,6 +374,7 @@ int main(void)
 
 	test_header_cases(rt);
 	test_section_cases(rt);
+	test_huge_extern(rt);
 	printf("malformed cases: %u\n", cases);
 	CHECK(cases >= 15);
 	free(orig);

@@ -75,6 +75,8 @@ struct gpuext_prog_type_desc {
 	uint64_t max_work;	/* bound on instructions per invocation; 0 = none */
 	/* Privileged semantics: pointers may be stored, compared and returned. */
 	bool allow_ptr_leaks;
+	/* r1 is an array of u64 arguments (struct_ops): loads start on an argument. */
+	bool ctx_is_args;
 };
 
 const struct gpuext_prog_type_desc *gpuext_prog_type_desc(enum gpuext_prog_type type);

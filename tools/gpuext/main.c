@@ -22,6 +22,7 @@ static const struct {
 	int (*fn)(int, char **);
 	const char *summary;
 } cmds[] = {
+	{ "sim", cmd_sim, "policies vs the stock driver on the built-in simulator (the main job)" },
 	{ "disasm", cmd_disasm, "print the programs of a BPF object like llvm-objdump -d" },
 	{ "verify", cmd_verify, "verify programs: accept/reject with the rule, the log and statistics" },
 	{ "run-prog", cmd_run_prog, "run one program in the reference interpreter, print r0" },
