@@ -11,13 +11,6 @@ echo
 echo "==> gpuext backends"
 build/gpuext backends
 echo
-echo "==> RFC 9669 ISA corpus on the reference interpreter"
-build/test_isa
-echo
-echo "==> a BPF object compiled by clang-22: disassembled, verified, run"
-build/gpuext disasm build/tests/bpf/loader_tiny.bpf.o | head -n 30
-build/gpuext verify build/tests/bpf/loader_tiny.bpf.o
-build/gpuext run-prog build/tests/bpf/loader_tiny.bpf.o --mem-size 64
-echo
-echo "==> interpreter benchmark"
-build/bench_interp --iters 200000 --reps 3
+echo "==> the main job: shipped policies vs the stock driver on the built-in simulator"
+build/gpuext sim --plot build/gpuext-sim.svg --json build/gpuext-sim.json
+echo "(the same results as JSON: build/gpuext-sim.json)"

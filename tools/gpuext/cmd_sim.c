@@ -41,7 +41,7 @@ static void help(FILE *f)
 		"  --policy OBJ      a policy object (build/policies/*.bpf.o); none = the stock driver\n"
 		"  --policy-dir DIR  where the main job finds policies (default: the build's)\n"
 		"  --gpu-mem SIZE    modelled GPU memory, e.g. 512M, 1G (default 1G)\n"
-		"  --accesses N      accesses per workload (default 1000000; 0 = natural end)\n"
+		"  --accesses N      stop each workload after N accesses (default 0: its natural end)\n"
 		"  --seed N          workload seed (default 1)\n"
 		"  --config K=V,...  memory model knobs: h2d_gbps, d2h_gbps, batch, batch_overhead_ns, ...\n"
 		"  --json FILE       also write the results as JSON ('-' = stdout)\n"
@@ -151,11 +151,15 @@ static void run_all(const struct sim_cli *c, struct job *jobs, size_t n)
 			jobs[slot[0].idx].err = -EIO;
 		}
 		done++;
-		fprintf(stderr, "\r  %zu/%zu runs", done, n);
+		if (isatty(2))
+			fprintf(stderr, "\r  %zu/%zu runs", done, n);
+		else if (done % 10 == 0 || done == n)
+			fprintf(stderr, "  %zu/%zu runs done\n", done, n);
 		memmove(&slot[0], &slot[1], (running - 1) * sizeof(slot[0]));
 		running--;
 	}
-	fprintf(stderr, "\r%*s\r", 30, "");
+	if (isatty(2))
+		fprintf(stderr, "\r%*s\r", 30, "");
 }
 
 static double ms(uint64_t ns) { return ns / 1e6; }
@@ -300,10 +304,15 @@ static int main_job(const struct sim_cli *c, const char *policy_dir, const char 
 		}
 	printf("gpuext main job: %zu memory policies and the stock NVIDIA UVM driver, %zu workloads, on "
 	       "the built-in simulator\n", npol - 1, NWL);
-	printf("GPU memory %.0f MiB (%llu x 2 MiB blocks); PCIe and fault-batch costs: the simulator's "
-	       "defaults (gpuext sim --help); %llu accesses per run, seed %llu\n\n",
+	printf("GPU memory %.0f MiB (%llu x 2 MiB blocks), PCIe %.0f GB/s each way, %u-fault batches "
+	       "at %.0f us each; each workload ",
 	       c->gpu_mem / 1048576.0, (unsigned long long)(c->gpu_mem / GPU_BLOCK_SIZE),
-	       (unsigned long long)c->accesses, (unsigned long long)c->seed);
+	       SIM_MEM_DEFAULT_GBPS, SIM_MEM_DEFAULT_BATCH, SIM_MEM_DEFAULT_BATCH_OVERHEAD_NS / 1e3);
+	if (c->accesses)
+		printf("stops after %llu accesses", (unsigned long long)c->accesses);
+	else
+		printf("runs to its natural end");
+	printf(", seed %llu. Times are modelled.\n\n", (unsigned long long)c->seed);
 	fflush(stdout);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	run_all(c, jobs, NWL * npol);
@@ -447,7 +456,7 @@ int cmd_sim(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct sim_cli c = { .gpu_mem = 1ULL << 30, .accesses = 1000000, .seed = 1 };
+	struct sim_cli c = { .gpu_mem = 1ULL << 30, .accesses = 0, .seed = 1 };
 	const char *policy = NULL, *workload = NULL, *trace = NULL, *sched = NULL;
 	const char *policy_dir = GPUEXT_BUILD_POLICY_DIR, *json = NULL, *plot = "gpuext-sim.svg";
 	bool list = false;
