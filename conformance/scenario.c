@@ -22,6 +22,7 @@
 #include "scenario.h"
 #include "../hal/hal.h"
 #include "../hal/sim/sim_mem.h"
+#include "../hal/sim/sim_sched.h"
 
 /* ------------------------------------------------------------------ */
 /* Parsed scenarios                                                    */
@@ -397,6 +398,21 @@ static int sim_resident(struct scn_run *r, uint64_t block)
 	return 0;
 }
 
+static int sim_task_create(struct scn_run *r, uint64_t id, uint32_t tgid, const char *comm)
+{
+	return sim_sched_dev__task_create(gpuext_hal_sim__sched(r->dev), id, tgid, comm);
+}
+
+static int sim_task_bind(struct scn_run *r, uint64_t id)
+{
+	return sim_sched_dev__task_bind(gpuext_hal_sim__sched(r->dev), id);
+}
+
+static int sim_task_destroy(struct scn_run *r, uint64_t id)
+{
+	return sim_sched_dev__task_destroy(gpuext_hal_sim__sched(r->dev), id);
+}
+
 static const struct scn_driver drivers[] = {
 	{
 		.backend = "sim",
@@ -406,7 +422,9 @@ static const struct scn_driver drivers[] = {
 		.flush = sim_flush,
 		.resident = sim_resident,
 		.used_list = sim_used_list,
-		/* task_*: wired when the simulator's runlist model lands (hal/sim/sim_sched.h) */
+		.task_create = sim_task_create,
+		.task_bind = sim_task_bind,
+		.task_destroy = sim_task_destroy,
 	},
 };
 

@@ -13,11 +13,13 @@
 #include "hal.h"
 #include "internal.h"
 #include "sim_mem.h"
+#include "sim_sched.h"
 
 /* One simulated GPU; created by sim_open(), freed by sim_close(). */
 struct gpuext_hal_device {
 	struct gpuext_runtime *rt;
 	struct sim_mem *mem;
+	struct sim_sched_dev *sched;	/* the runlist, driven event by event */
 };
 
 static int bad(char *err, size_t len, const char *fmt, const char *key, const char *val)
@@ -188,7 +190,10 @@ static int sim_open(struct gpuext_runtime *rt, const char *config, struct gpuext
 		return GPUEXT_ERR(ENOMEM);
 	dev->rt = rt;
 	err = sim_mem__new(rt, &cfg, &dev->mem);
+	if (!err)
+		err = sim_sched_dev__new(rt, &dev->sched);
 	if (err) {
+		sim_mem__free(dev->mem);
 		free(dev);
 		return err;
 	}
@@ -201,22 +206,40 @@ static void sim_close(struct gpuext_hal_device *dev)
 	if (!dev)
 		return;
 	sim_mem__free(dev->mem);
+	sim_sched_dev__free(dev->sched);
 	free(dev);
 }
 
 static int sim_attach(struct gpuext_hal_device *dev, struct gpuext_policy *p)
 {
-	return sim_mem__attach(dev->mem, p);
+	int err = sim_mem__attach(dev->mem, p);	/* the shared slots: EBUSY, messages */
+
+	if (err || gpuext_policy__kind(p) != GPUEXT_POLICY_SCHED)
+		return err;
+	err = sim_sched_dev__attach(dev->sched, p);
+	if (err)
+		sim_mem__detach(dev->mem, GPUEXT_POLICY_SCHED);
+	return err;
 }
 
 static int sim_detach(struct gpuext_hal_device *dev, enum gpuext_policy_kind kind)
 {
-	return sim_mem__detach(dev->mem, kind);
+	int err = sim_mem__detach(dev->mem, kind);
+
+	if (!err && kind == GPUEXT_POLICY_SCHED)
+		sim_sched_dev__detach(dev->sched);
+	return err;
 }
 
 static void sim_sink(struct gpuext_hal_device *dev, gpuext_hal_event_fn fn, void *user)
 {
 	sim_mem__set_event_sink(dev->mem, fn, user);
+	sim_sched_dev__set_event_sink(dev->sched, fn, user);
+}
+
+struct sim_sched_dev *gpuext_hal_sim__sched(struct gpuext_hal_device *dev)
+{
+	return dev ? dev->sched : NULL;
 }
 
 struct sim_mem *gpuext_hal_sim__mem(struct gpuext_hal_device *dev)

@@ -204,6 +204,8 @@ int sim_mem_config__parse(const char *text, struct sim_mem_config *cfg, char *er
 
 /* The memory model behind a device that gpuext_hal_sim.open() returned. */
 struct sim_mem *gpuext_hal_sim__mem(struct gpuext_hal_device *dev);
+/* The device's event-driven runlist (sim_sched.h). */
+struct sim_sched_dev *gpuext_hal_sim__sched(struct gpuext_hal_device *dev);
 
 #ifdef __cplusplus
 }

@@ -823,3 +823,145 @@ const struct sim_sched_scenario *sim_sched_scenario_find(const char *name)
 			return &scenarios[i];
 	return NULL;
 }
+
+/* ---- event by event (conformance scenarios, the sim backend) ---- */
+
+#define DEV_MAX_TASKS 64
+
+/* A runlist driven one driver event at a time; owned by the sim device. */
+struct sim_sched_dev {
+	struct sim_sched_opts o;
+	struct sim_sched_result res;	/* only the ejection fields are used */
+	struct sched s;
+};
+
+int sim_sched_dev__new(struct gpuext_runtime *rt, struct sim_sched_dev **out)
+{
+	struct sim_sched_dev *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return -ENOMEM;
+	d->s.t = calloc(DEV_MAX_TASKS, sizeof(*d->s.t));
+	if (!d->s.t) {
+		free(d);
+		return -ENOMEM;
+	}
+	d->o.sz = sizeof(d->o);
+	d->o.rt = rt;
+	d->s.o = &d->o;
+	d->s.res = &d->res;
+	*out = d;
+	return 0;
+}
+
+void sim_sched_dev__free(struct sim_sched_dev *d)
+{
+	if (!d)
+		return;
+	free(d->s.t);
+	free(d->s.rl);
+	free(d);
+}
+
+int sim_sched_dev__attach(struct sim_sched_dev *d, struct gpuext_policy *p)
+{
+	if (d->o.policy)
+		return -EBUSY;
+	gpuext_runtime__set_func_impl(d->o.rt, GPUEXT_FUNC_KFUNC, GPUEXT_KF_SET_ATTR, kf_set_attr);
+	gpuext_runtime__set_func_impl(d->o.rt, GPUEXT_FUNC_KFUNC, GPUEXT_KF_REJECT_BIND,
+				      kf_reject_bind);
+	d->o.policy = p;
+	d->s.ejected = false;
+	return 0;
+}
+
+int sim_sched_dev__detach(struct sim_sched_dev *d)
+{
+	if (!d->o.policy)
+		return -ENOENT;
+	d->o.policy = NULL;
+	return 0;
+}
+
+void sim_sched_dev__set_event_sink(struct sim_sched_dev *d, gpuext_hal_event_fn fn, void *user)
+{
+	d->o.on_event = fn;
+	d->o.event_user = user;
+}
+
+static struct task *dev_task(struct sim_sched_dev *d, uint64_t id, size_t *idx)
+{
+	for (size_t i = 0; i < d->s.n; i++)
+		if (d->s.t[i].id == id && !d->s.t[i].destroyed) {
+			*idx = i;
+			return &d->s.t[i];
+		}
+	return NULL;
+}
+
+int sim_sched_dev__task_create(struct sim_sched_dev *d, uint64_t id, uint32_t tgid,
+			       const char *comm)
+{
+	size_t i;
+	struct task *t;
+
+	if (dev_task(d, id, &i))
+		return -EEXIST;
+	if (d->s.n == DEV_MAX_TASKS)
+		return -E2BIG;
+	t = &d->s.t[d->s.n];
+	memset(t, 0, sizeof(*t));
+	snprintf(t->comm, sizeof(t->comm), "%s", comm);
+	t->tgid = tgid;
+	t->id = id;
+	t->ts_us = GPU_TIMESLICE_DEFAULT_US;
+	t->level = GPU_LEVEL_MEDIUM;
+	t->created = true;
+	i = d->s.n++;
+	call_hook(&d->s, i, GPUEXT_HOOK_TASK_INIT, NONE);
+	return 0;
+}
+
+int sim_sched_dev__task_bind(struct sim_sched_dev *d, uint64_t id)
+{
+	size_t i;
+	struct task *t = dev_task(d, id, &i);
+
+	if (!t)
+		return -ENOENT;
+	if (t->bound || t->rejected)
+		return t->rejected ? -EPERM : 0;
+	if (call_hook(&d->s, i, GPUEXT_HOOK_TASK_BIND, NONE)) {
+		t->rejected = true;
+		return -EPERM;
+	}
+	t->bound = true;
+	rl_rebuild(&d->s, NONE);
+	return 0;
+}
+
+int sim_sched_dev__task_destroy(struct sim_sched_dev *d, uint64_t id)
+{
+	size_t i;
+	struct task *t = dev_task(d, id, &i);
+
+	if (!t)
+		return -ENOENT;
+	call_hook(&d->s, i, GPUEXT_HOOK_TASK_DESTROY, NONE);
+	t->destroyed = true;
+	rl_rebuild(&d->s, NONE);
+	return 0;
+}
+
+int sim_sched_dev__task_attr(struct sim_sched_dev *d, uint64_t id, uint32_t *timeslice_us,
+			     uint32_t *level)
+{
+	size_t i;
+	struct task *t = dev_task(d, id, &i);
+
+	if (!t)
+		return -ENOENT;
+	*timeslice_us = t->ts_us;
+	*level = t->level;
+	return 0;
+}

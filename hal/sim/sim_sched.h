@@ -151,6 +151,25 @@ struct sim_sched_scenario {
 const struct sim_sched_scenario *sim_sched_scenario_list(size_t *count);
 const struct sim_sched_scenario *sim_sched_scenario_find(const char *name);
 
+/*
+ * The same model driven one driver event at a time (the sim backend's
+ * scheduling side; conformance scenarios): task groups are created, bound
+ * and destroyed explicitly, the attached policy's hooks run at each, and
+ * events go to the sink. No kernels run. Owned by the sim device.
+ */
+struct sim_sched_dev;
+int sim_sched_dev__new(struct gpuext_runtime *rt, struct sim_sched_dev **out);
+void sim_sched_dev__free(struct sim_sched_dev *d);
+int sim_sched_dev__attach(struct sim_sched_dev *d, struct gpuext_policy *p);	/* -EBUSY */
+int sim_sched_dev__detach(struct sim_sched_dev *d);				/* -ENOENT */
+void sim_sched_dev__set_event_sink(struct sim_sched_dev *d, gpuext_hal_event_fn fn, void *user);
+int sim_sched_dev__task_create(struct sim_sched_dev *d, uint64_t id, uint32_t tgid,
+			       const char *comm);			/* task_init */
+int sim_sched_dev__task_bind(struct sim_sched_dev *d, uint64_t id);	/* -EPERM: refused */
+int sim_sched_dev__task_destroy(struct sim_sched_dev *d, uint64_t id);
+int sim_sched_dev__task_attr(struct sim_sched_dev *d, uint64_t id, uint32_t *timeslice_us,
+			     uint32_t *level);
+
 /* GPU_LEVEL_* as text ("LOW", "MEDIUM", "HIGH", "?"). */
 const char *sim_sched_level_name(uint32_t level);
 
