@@ -8,7 +8,9 @@
  *       sizes (10x the instructions should cost ~10x the time).
  * Times are the verifier's own (gpuext_verify_result.time_ns), best of N
  * repetitions; processed instructions and stored states come from the same
- * result. Nothing is asserted: it prints what it measured.
+ * result. Nothing is asserted: it prints what it measured. Each object
+ * program is verified in a child process that gets 10 s; one that takes
+ * longer is reported as TIMEOUT instead of hanging the run.
  *
  *   bench_verifier [--reps N] [DIR ...]
  *
@@ -21,7 +23,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "gpuext/gpuext.h"
@@ -113,6 +118,51 @@ static struct meas measure(struct gpuext_prog *prog, const struct gpuext_verify_
 	return m;
 }
 
+#define CHILD_TIMEOUT_S 10
+
+/*
+ * The same, in a child process with a time limit: a pathological object
+ * program must not hang the benchmark. Returns false on a timeout (or if
+ * the child died), with *why saying which.
+ */
+static bool measure_limited(struct gpuext_prog *prog, const struct gpuext_verify_opts *base,
+			    int reps, struct meas *out, const char **why)
+{
+	int fds[2], status;
+	pid_t pid;
+	struct pollfd pfd;
+	ssize_t got = 0;
+
+	fflush(stdout);
+	if (pipe(fds))
+		return *why = "pipe failed", false;
+	pid = fork();
+	if (pid < 0)
+		return *why = "fork failed", false;
+	if (pid == 0) {
+		struct meas m;
+
+		close(fds[0]);
+		m = measure(prog, base, reps);
+		if (write(fds[1], &m, sizeof(m)) != (ssize_t)sizeof(m))
+			_exit(1);
+		_exit(0);
+	}
+	close(fds[1]);
+	pfd = (struct pollfd){ .fd = fds[0], .events = POLLIN };
+	if (poll(&pfd, 1, CHILD_TIMEOUT_S * 1000) == 1)
+		got = read(fds[0], out, sizeof(*out));
+	close(fds[0]);
+	if (got != (ssize_t)sizeof(*out)) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		*why = WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL ? "CRASHED" : "TIMEOUT";
+		return false;
+	}
+	waitpid(pid, &status, 0);
+	return true;
+}
+
 static const char *verdict(const struct meas *m)
 {
 	static char buf[64];
@@ -163,7 +213,7 @@ static int cmp_str(const void *a, const void *b)
 }
 
 struct obj_totals {
-	unsigned objects, opened, progs, accepted, under_1ms;
+	unsigned objects, opened, progs, accepted, under_1ms, timeouts;
 	uint64_t worst_ns;
 	char worst[160];
 };
@@ -226,10 +276,20 @@ static unsigned bench_dir(const char *dir, int reps, struct obj_totals *t)
 			int type = type_for_section(gpuext_prog__section(prog));
 			GPUEXT_OPTS(gpuext_verify_opts, vo, .type = (enum gpuext_prog_type)type,
 				    .type_desc = hook);
-			struct meas m = measure(prog, &vo, reps);
-			double us = m.res.time_ns / 1e3;
+			struct meas m;
+			const char *why = NULL;
+			double us;
 
 			t->progs++;
+			if (!measure_limited(prog, &vo, reps, &m, &why)) {
+				t->timeouts++;
+				printf("  %-26s %-24s %-14s %-26s %7zu %9s %7s %6s %10s NO (did not finish in %d s)\n",
+				       names[i], gpuext_prog__name(prog),
+				       hook ? hook->name : gpuext_prog_type_name((enum gpuext_prog_type)type),
+				       why, gpuext_prog__insn_cnt(prog), "?", "?", "?", "?", CHILD_TIMEOUT_S);
+				continue;
+			}
+			us = m.res.time_ns / 1e3;
 			t->accepted += m.res.accepted;
 			t->under_1ms += m.res.time_ns < 1000000;
 			if (m.res.time_ns > t->worst_ns) {
@@ -466,10 +526,10 @@ int main(int argc, char **argv)
 	if (!found)
 		printf("  no objects found at all: pass the directories holding *.bpf.o\n");
 	else
-		printf("  summary: %u objects (%u opened), %u programs, %u accepted, %u under 1 ms; "
-		       "slowest %.1f us (%s)\n",
-		       t.objects, t.opened, t.progs, t.accepted, t.under_1ms, t.worst_ns / 1e3,
-		       t.worst[0] ? t.worst : "-");
+		printf("  summary: %u objects (%u opened), %u programs, %u accepted, %u under 1 ms, "
+		       "%u did not finish in %d s; slowest finished: %.1f us (%s)\n",
+		       t.objects, t.opened, t.progs, t.accepted, t.under_1ms, t.timeouts,
+		       CHILD_TIMEOUT_S, t.worst_ns / 1e3, t.worst[0] ? t.worst : "-");
 
 	printf("\n(b) synthetic programs (host type, one 64-byte array map; straight = 12-insn "
 	       "blocks of ALU + masked map-value access; branchy = 16-insn blocks with a diamond "

@@ -186,6 +186,18 @@ int v_state_copy(struct vstate *dst, const struct vstate *src)
 	}
 	for (int i = src->curframe + 1; i < GPUEXT_MAX_CALL_FRAMES; i++)
 		dst->frames[i] = NULL;
+	dst->hist = NULL;
+	dst->caphist = dst->nhist = 0;
+	if (src->nhist) {
+		dst->hist = malloc(src->nhist * sizeof(*dst->hist));
+		if (!dst->hist) {
+			for (int j = 0; j <= src->curframe; j++)
+				free(dst->frames[j]);
+			return -ENOMEM;
+		}
+		memcpy(dst->hist, src->hist, src->nhist * sizeof(*dst->hist));
+		dst->nhist = dst->caphist = src->nhist;
+	}
 	return 0;
 }
 
@@ -195,6 +207,9 @@ void v_state_free(struct vstate *st)
 		free(st->frames[i]);
 		st->frames[i] = NULL;
 	}
+	free(st->hist);
+	st->hist = NULL;
+	st->nhist = st->caphist = 0;
 }
 
 struct vstate *v_push_branch(struct verifier *v, const struct vstate *st, uint32_t pc)
@@ -685,6 +700,8 @@ static bool reg_covers(const struct vreg *o, const struct vreg *c, struct idmap 
 		return true; /* the old path never needed it */
 	if (o->type != c->type || o->divergent < c->divergent)
 		return false;
+	if (o->type == VT_SCALAR && !o->precise)
+		return c->type == VT_SCALAR; /* no decision below depended on its value */
 	if (o->type == VT_SCALAR) {
 		/* a link the old state relied on must exist here too */
 		if (o->id && !id_match(m, o->id, c->id ? c->id : m->fresh++))
@@ -848,6 +865,7 @@ static int check_prune(struct verifier *v, struct vstate *st, const uint16_t *li
 
 				cp->hit++;
 				v->res->pruned++;
+				v_propagate_precision(v, st, &cp->st);
 				path_done(st->parent, end);
 				if (end > v->res->max_work)
 					v->res->max_work = end;
@@ -868,6 +886,7 @@ static int check_prune(struct verifier *v, struct vstate *st, const uint16_t *li
 			*link = cp->next;
 			if (cp->branches == 0) {
 				v_state_free(&cp->st);
+				free(cp->seg);
 				free(cp);
 				v->cur_states--;
 			} else {
@@ -889,6 +908,14 @@ static int check_prune(struct verifier *v, struct vstate *st, const uint16_t *li
 		free(cp);
 		return -ENOMEM;
 	}
+	free(cp->st.hist);		/* the copy's history: the checkpoint keeps the original */
+	cp->st.hist = NULL;
+	cp->st.nhist = cp->st.caphist = 0;
+	cp->seg = st->hist;
+	cp->nseg = st->nhist;
+	st->hist = NULL;
+	st->nhist = st->caphist = 0;
+	v_mark_all_imprecise(st);	/* marks below this checkpoint are found afresh */
 	cp->parent = st->parent;
 	cp->hash = hash;
 	cp->branches = 1;
@@ -934,6 +961,10 @@ static int explore(struct verifier *v, struct vstate *init, const uint16_t *live
 		st.path_len++;
 		if (v->dec[st.pc].kind == ISA_JCOND || v->dec[st.pc].kind == ISA_JA)
 			st.cp_jmps++;
+		if (v_hist_push(&st, st.pc)) {
+			err = -ENOMEM;
+			break;
+		}
 		err = v_step(v, &st);
 		if (err < 0)
 			break;
@@ -970,6 +1001,7 @@ static void free_all(struct verifier *v)
 			for (; cp; cp = nx) {
 				nx = cp->next;
 				v_state_free(&cp->st);
+				free(cp->seg);
 				free(cp);
 			}
 		}
@@ -977,6 +1009,7 @@ static void free_all(struct verifier *v)
 	for (struct vcheckpoint *cp = v->retired, *nx; cp; cp = nx) {
 		nx = cp->next;
 		v_state_free(&cp->st);
+		free(cp->seg);
 		free(cp);
 	}
 	free(v->cps);

@@ -88,6 +88,7 @@ struct vreg {
 	bool maybe_null;	/* MAP_VALUE / MEM / HANDLE */
 	bool rdonly;		/* MEM */
 	bool divergent;		/* SIMT: may differ between the lanes of a warp */
+	bool precise;		/* scalars: a decision depended on the exact range */
 	uint32_t id;		/* shared by copies of one possibly-NULL pointer */
 	uint32_t ref_id;	/* acquired reference (ring-buffer record) */
 	int32_t off;		/* fixed offset of a pointer / target of VT_CODE */
@@ -122,6 +123,14 @@ struct vframe {
 
 struct vcheckpoint;
 
+/* One instruction walked, for precision backtracking. */
+struct vhist {
+	uint32_t idx;
+	uint8_t frame;		/* frame executing it */
+	uint8_t slot_frame;	/* stack slot it loaded/stored, if any */
+	int16_t slot;		/* -1: no (constant-offset) stack access */
+};
+
 /* The state of one path. */
 struct vstate {
 	struct vframe *frames[GPUEXT_MAX_CALL_FRAMES];
@@ -136,6 +145,9 @@ struct vstate {
 	uint64_t cp_len;		/* path_len at the last checkpoint stored on this path */
 	uint32_t cp_jmps;		/* jumps since then */
 	struct vcheckpoint *parent;	/* last checkpoint on this path */
+	/* instructions walked since that checkpoint (owned; copied on fork) */
+	struct vhist *hist;
+	uint32_t nhist, caphist;
 };
 
 /* A stored state at a prune point. */
@@ -148,6 +160,9 @@ struct vcheckpoint {
 	uint64_t max_end;		/* furthest path length reached through here (complete: final) */
 	uint32_t hit, miss;		/* pruning success, to drop states that never help */
 	uint64_t hash;			/* of the exact state, for the infinite-loop check */
+	/* instructions from the parent checkpoint to this one (owned) */
+	struct vhist *seg;
+	uint32_t nseg;
 };
 
 struct vpending {
@@ -193,6 +208,14 @@ void v_format_reg(const struct vreg *r, char *buf, size_t len);
 struct vstate *v_push_branch(struct verifier *v, const struct vstate *st, uint32_t pc);
 int v_state_copy(struct vstate *dst, const struct vstate *src);
 void v_state_free(struct vstate *st);
+
+/* verifier_precise.c: precision tracking (which scalars' exact ranges matter). */
+int v_hist_push(struct vstate *st, uint32_t idx);
+/* Register @reg of the current frame decided something: mark its sources precise. */
+void v_mark_precise(struct verifier *v, struct vstate *st, int reg);
+/* @st was pruned by @old: what was precise there must be precise here. */
+void v_propagate_precision(struct verifier *v, struct vstate *st, const struct vstate *old);
+void v_mark_all_imprecise(struct vstate *st);
 
 /* verifier_insn.c: executes one instruction on @st; sets st->pc to the next. */
 #define V_EXIT_PATH 1	/* the path ended (exit of the entry function) */

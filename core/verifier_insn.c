@@ -377,6 +377,11 @@ static int mem_access(struct verifier *v, struct vstate *st, int regno, int32_t 
 				out->divergent |= p->divergent;
 			return err;
 		}
+		if (st->nhist && ((GPUEXT_STACK_SIZE + off) % 8) + size <= 8) {
+			/* remember the slot, for precision backtracking through spills */
+			st->hist[st->nhist - 1].slot = (int16_t)((GPUEXT_STACK_SIZE + off) / 8);
+			st->hist[st->nhist - 1].slot_frame = (uint8_t)p->frameno;
+		}
 		if (write) {
 			if (val && is_ptr(val) && (size != 8 || off % 8))
 				return v_reject(v, st, GPUEXT_RULE_PTR_LEAK,
@@ -528,6 +533,9 @@ static int ptr_alu(struct verifier *v, struct vstate *st, const struct bpf_insn 
 		return v_reject(v, st, GPUEXT_RULE_PTR_ARITH, NULL,
 				"pointer arithmetic on %s prohibited", type_str(ptr->type));
 	res = *ptr;
+	/* the pointer's offset now depends on this scalar's exact value */
+	if (!(isa_src_bit(in->code) == BPF_K && is_ptr(dst)))
+		v_mark_precise(v, st, is_ptr(dst) ? in->src_reg : in->dst_reg);
 	if (scalar_is_const(&sc->s)) {
 		int64_t c = (int64_t)sc->s.var.value, off;
 
@@ -949,6 +957,12 @@ static int do_jcond(struct verifier *v, struct vstate *st, const struct bpf_insn
 
 	int outcome = scalar_branch_outcome(&dst->s, &srcv.s, op, is64);
 
+	if (outcome >= 0) {
+		/* the ranges decided the branch: they must be exact where we prune */
+		v_mark_precise(v, st, in->dst_reg);
+		if (srcp)
+			v_mark_precise(v, st, in->src_reg);
+	}
 	if (outcome == 1) {
 		st->pc = target;
 		return 0;
@@ -961,6 +975,12 @@ static int do_jcond(struct verifier *v, struct vstate *st, const struct bpf_insn
 	struct scalar td = dst->s, ts = srcv.s, fd = dst->s, fs = srcv.s;
 	bool take = scalar_refine(&td, &ts, op, is64, true);
 	bool fallok = scalar_refine(&fd, &fs, op, is64, false);
+
+	if (!take || !fallok) {
+		v_mark_precise(v, st, in->dst_reg);
+		if (srcp)
+			v_mark_precise(v, st, in->src_reg);
+	}
 
 	if (take) {
 		other = v_push_branch(v, st, target);
@@ -1157,6 +1177,7 @@ static int call_helper(struct verifier *v, struct vstate *st, const struct bpf_i
 			if (!sz || sz->type != VT_SCALAR)
 				return v_reject(v, st, GPUEXT_RULE_CALL_ARG, NULL,
 						"%s: R%d must be the size of R%d", p->name, regno + 1, regno);
+			v_mark_precise(v, st, regno + 1);
 			if (sz->s.umax > (1u << 29))
 				return v_reject(v, st, GPUEXT_RULE_CALL_ARG,
 						"bound the size before the call",
@@ -1173,6 +1194,7 @@ static int call_helper(struct verifier *v, struct vstate *st, const struct bpf_i
 			if (is_ptr(r))
 				return v_reject(v, st, GPUEXT_RULE_CALL_ARG, NULL,
 						"%s: R%d size must be a scalar", p->name, regno);
+			v_mark_precise(v, st, regno);
 			if (p->args[a] == GPUEXT_ARG_CONST_SIZE && r->s.umin == 0)
 				return v_reject(v, st, GPUEXT_RULE_CALL_ARG,
 						"make sure the size is > 0",
@@ -1183,6 +1205,7 @@ static int call_helper(struct verifier *v, struct vstate *st, const struct bpf_i
 				return v_reject(v, st, GPUEXT_RULE_CALL_ARG,
 						"reserve a compile-time constant size (sizeof(struct ...))",
 						"%s: R%d is not a known constant", p->name, regno);
+			v_mark_precise(v, st, regno);
 			alloc_size = r->s.var.value;
 			if (alloc_size == 0 || alloc_size > (1u << 28))
 				return v_reject(v, st, GPUEXT_RULE_CALL_ARG, NULL,
@@ -1344,6 +1367,8 @@ static int do_exit(struct verifier *v, struct vstate *st)
 	if (is_ptr(r0) && !v->type->allow_ptr_leaks)
 		return v_reject(v, st, GPUEXT_RULE_PTR_LEAK, "return a scalar",
 				"R0 leaks addr as return value");
+	if (r0->type == VT_SCALAR && (v->type->ret_min > INT64_MIN || v->type->ret_max < INT64_MAX))
+		v_mark_precise(v, st, 0);
 	if (r0->type == VT_SCALAR &&
 	    (r0->s.smin < v->type->ret_min || r0->s.smax > v->type->ret_max)) {
 		char buf[160];

@@ -13,6 +13,8 @@
  *
  *   fuzz_verifier -max_total_time=600 -rss_limit_mb=2048 corpus/
  *   GPUEXT_FUZZ_STATS=1 fuzz_verifier ...   # acceptance statistics at exit
+ *   GPUEXT_FUZZ_DUMP=1 fuzz_verifier CRASH  # print the generated program only
+ *   GPUEXT_FUZZ_BUDGET=N, GPUEXT_FUZZ_VERIFY_MS=N: verifier budget, time limit
  *
  * Any byte string is a valid input (ELF seeds just pick some program), so
  * tools/test.sh's seeding with .bpf.o files is harmless.
@@ -65,6 +67,8 @@ static struct gpuext_ringbuf_consumer *rb_cons;
 static uint8_t var_rw[VAR_RW_SIZE], var_ro[VAR_RO_SIZE];
 static char last_msg[1024];
 static uint64_t verify_limit_ns = 1000000000ULL;
+static uint64_t verify_budget;	/* 0: the verifier's default */
+static bool dump_only;
 
 static struct {
 	uint64_t inputs, built, accepted, runs, run_ok, run_other_err, insns_total, insns_accepted;
@@ -112,6 +116,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc; (void)argv;
 	if (e && atoi(e) > 0)
 		verify_limit_ns = (uint64_t)atoi(e) * 1000000ULL;
+	e = getenv("GPUEXT_FUZZ_BUDGET");
+	if (e)
+		verify_budget = strtoull(e, NULL, 0);
+	dump_only = getenv("GPUEXT_FUZZ_DUMP") != NULL;
 	if (getenv("GPUEXT_FUZZ_STATS"))
 		atexit(print_stats);
 	return 0;
@@ -679,9 +687,9 @@ static void b_index(struct gen *g)
 	t = dst_reg(g, false);
 	g->lock = saved;
 	if (t >= 0) {
-		bool atomic = pm.wr && sz >= 4 && (pm.lo & 7) == 0 && pick(g, 8) == 0;
+		bool atomic = pm.wr && sz >= 4 && pick(g, 8) == 0;
 
-		if (atomic) /* aligned index: misaligned atomics are issue V3 */
+		if (atomic && pick(g, 4)) /* aligned index (unless the base is not) */
 			emit(g, BPF_ALU64 | BPF_AND | BPF_K, (uint8_t)i, 0, 0, -(int32_t)sz);
 		emit(g, BPF_ALU64 | BPF_MOV | BPF_X, (uint8_t)t, (uint8_t)p, 0, 0);
 		emit(g, BPF_ALU64 | BPF_ADD | BPF_X, (uint8_t)t, (uint8_t)i, 0, 0);
@@ -898,7 +906,7 @@ static void b_ringbuf(struct gen *g)
 		emit(g, BPF_ALU64 | BPF_MOV | BPF_X, 1, (uint8_t)keep, 0, 0);
 	}
 	emit(g, BPF_ALU64 | BPF_MOV | BPF_K, 2, 0, 0,
-	     pick(g, 3) ? 0 : (int32_t)pick(g, 4)); /* other flags: issue V2 */
+	     pick(g, 3) ? 0 : pick(g, 8) ? (int32_t)pick(g, 4) : interesting(g));
 	emit(g, BPF_JMP | BPF_CALL, 0, 0, 0,
 	     pick(g, 2) ? BPF_FUNC_ringbuf_submit : BPF_FUNC_ringbuf_discard);
 	clobber_call(g);
@@ -940,10 +948,10 @@ static void b_atomic(struct gen *g)
 			return;
 		off = pr->lo + (int32_t)pick(g, (unsigned)(pr->hi - pr->lo - (dw ? 8 : 4)) + 1);
 	}
-	/* aligned: misaligned ones are issue V3 (base pointers are 8-aligned) */
-	if (g->m.r[p].kind == MK_PTR)
+	/* mostly aligned (base pointers are 8-aligned); misaligned must be rejected */
+	if (pick(g, 4) && g->m.r[p].kind == MK_PTR)
 		off = ((off - g->m.r[p].lo) & (dw ? ~7 : ~3)) + g->m.r[p].lo;
-	else
+	else if (pick(g, 4))
 		off &= dw ? ~7 : ~3;
 	if (op == BPF_CMPXCHG && g->m.r[0].kind != MK_SCALAR) {
 		emit(g, BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, interesting(g));
@@ -1421,7 +1429,8 @@ static void dump_and_abort(struct gpuext_prog *prog, const char *why, uint32_t c
 
 static void check_prog(struct gpuext_prog *prog, uint32_t ctx_len, uint64_t seed)
 {
-	GPUEXT_OPTS(gpuext_verify_opts, vo, .type = GPUEXT_PROG_HOST, .ctx_size = ctx_len);
+	GPUEXT_OPTS(gpuext_verify_opts, vo, .type = GPUEXT_PROG_HOST, .ctx_size = ctx_len,
+		    .insn_budget = verify_budget);
 	GPUEXT_OPTS(gpuext_verify_result, res);
 	char log[512];
 	uint8_t *mem = malloc(ctx_len ? ctx_len : 1);
@@ -1510,6 +1519,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0; /* an encoding the generator got wrong: not interesting */
 	st.built++;
 	st.insns_total += g.n;
+	if (dump_only) { /* triage: print the program, verify with a log, run nothing */
+		for (size_t i = 0; i < g.n;) {
+			char text[160] = "";
+			int n = gpuext_disasm_insn(prog, g.insns, g.n, i, text, sizeof(text));
+
+			printf("%5zu: %s\n", i, text);
+			i += n > 0 ? (size_t)n : 1;
+		}
+		printf("ctx_size %u\n", g.ctx_len);
+		gpuext_prog__free(prog);
+		return 0;
+	}
 	check_prog(prog, g.ctx_len, seed);
 	gpuext_prog__free(prog);
 	return 0;
