@@ -283,7 +283,7 @@ static unsigned bench_dir(const char *dir, int reps, struct obj_totals *t)
 			t->progs++;
 			if (!measure_limited(prog, &vo, reps, &m, &why)) {
 				t->timeouts++;
-				printf("  %-26s %-24s %-14s %-26s %7zu %9s %7s %6s %10s NO (did not finish in %d s)\n",
+				printf("  %-26s %-24s %-30s %-24s %7zu %9s %7s %6s %10s NO (did not finish in %d s)\n",
 				       names[i], gpuext_prog__name(prog),
 				       hook ? hook->name : gpuext_prog_type_name((enum gpuext_prog_type)type),
 				       why, gpuext_prog__insn_cnt(prog), "?", "?", "?", "?", CHILD_TIMEOUT_S);
@@ -296,7 +296,7 @@ static unsigned bench_dir(const char *dir, int reps, struct obj_totals *t)
 				t->worst_ns = m.res.time_ns;
 				snprintf(t->worst, sizeof(t->worst), "%s:%s", names[i], gpuext_prog__name(prog));
 			}
-			printf("  %-26s %-24s %-14s %-26s %7zu %9llu %7u %6u %10.1f %s\n", names[i],
+			printf("  %-26s %-24s %-30s %-24s %7zu %9llu %7u %6u %10.1f %s\n", names[i],
 			       gpuext_prog__name(prog),
 			       hook ? hook->name : gpuext_prog_type_name((enum gpuext_prog_type)type),
 			       verdict(&m), gpuext_prog__insn_cnt(prog),
@@ -511,7 +511,7 @@ int main(int argc, char **argv)
 	print_machine(reps);
 
 	printf("(a) programs of compiled objects (target: < 1 ms each)\n");
-	printf("  %-26s %-24s %-14s %-26s %7s %9s %7s %6s %10s %s\n", "object", "program", "type",
+	printf("  %-26s %-24s %-30s %-24s %7s %9s %7s %6s %10s %s\n", "object", "program", "type",
 	       "verdict", "insns", "processed", "states", "peak", "time(us)", "<1ms");
 	for (int i = 0; i < ndirs; i++) {
 		unsigned n = bench_dir(dirs[i], reps, &t);

@@ -5,9 +5,10 @@
  * Every corpus program that Linux can load as a plain socket filter
  * (BPF_PROG_TYPE_SOCKET_FILTER) -- our socket_filter programs, and host
  * programs that take no context -- is loaded into the kernel through
- * libbpf's low-level API (without a log; a refused program is loaded again
- * with a level-1 log when the verdicts differ, for the reason) and verified by us as GPUEXT_PROG_SOCKET_FILTER;
- * the two verdicts (accept / reject) must agree. Sources: a few cases of
+ * libbpf's low-level API and verified by us as GPUEXT_PROG_SOCKET_FILTER;
+ * the two verdicts (accept / reject) must agree. The kernel loads without a
+ * log; where the verdicts differ, a refused program is loaded again with a
+ * level-1 log for the kernel's reason. Sources: a few cases of
  * our own (below), the verifier corpus (tests/verifier/\*.vf and
  * tests/bpf/vf_*.bpf.c, read by tests/verifier_corpus.c), the other socket
  * programs among the test objects, and the ISA corpus (tests/isa/\*.isa)
