@@ -901,7 +901,8 @@ static int check_prune(struct verifier *v, struct vstate *st, const uint16_t *li
 		return 0;
 	/* Store sparsely (as Linux does): not before 2 jumps and 8 instructions since the
 	 * last checkpoint on this path, so a tight loop does not keep a copy per iteration. */
-	if (st->parent && (st->cp_jmps < 2 || st->path_len - st->cp_len < 8))
+	if (st->parent && (st->cp_jmps < 2 || st->path_len - st->cp_len < 8) &&
+	    st->path_len - st->cp_len < 64)
 		return 0;
 	cp = calloc(1, sizeof(*cp));
 	if (!cp || v_state_copy(&cp->st, st)) {
@@ -938,7 +939,9 @@ static int explore(struct verifier *v, struct vstate *init, const uint16_t *live
 	int err = 0;
 
 	for (;;) {
-		if (v->prune_point[st.pc]) {
+		/* jump targets, and every 64 instructions of straight-line code (so that
+		 * precision backtracking stops at a recent state, not the start) */
+		if (v->prune_point[st.pc] || st.path_len - st.cp_len >= 64) {
 			err = check_prune(v, &st, live);
 			if (err < 0)
 				break;

@@ -198,7 +198,10 @@ void v_mark_precise(struct verifier *v, struct vstate *st, int reg)
 	m.regs[st->curframe] = (uint16_t)(1u << reg);
 	add_linked(st, &m, fr->regs[reg].id);
 	mark_state(st, &m);
-	walk(v, st, &m, true);
+	/* marks matter only to stored states: with none on this path, there is
+	 * nothing to walk back to (and long straight-line code stays linear) */
+	if (st->parent)
+		walk(v, st, &m, true);
 }
 
 void v_propagate_precision(struct verifier *v, struct vstate *st, const struct vstate *old)
@@ -223,7 +226,8 @@ void v_propagate_precision(struct verifier *v, struct vstate *st, const struct v
 	if (pmask_empty(&m))
 		return;
 	mark_state(st, &m);
-	walk(v, st, &m, false);
+	if (st->parent)
+		walk(v, st, &m, false);
 }
 
 void v_mark_all_imprecise(struct vstate *st)

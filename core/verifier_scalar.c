@@ -400,7 +400,9 @@ void scalar_alu(struct scalar *dst, const struct scalar *src, uint8_t op, bool i
 		struct tnum t = tnum_cast(r.var, 4);
 		uint64_t lo = 0, hi = U32_MAX;
 
-		if (r.umax <= U32_MAX && op != BPF_SUB && op != BPF_NEG && op != BPF_ARSH) {
+		/* computed on the zero-extended halves: when no result leaves 32 bits,
+		 * the 64-bit range is exactly the 32-bit one (a wrap leaves it full) */
+		if (r.umax <= U32_MAX) {
 			lo = r.umin;
 			hi = r.umax;
 		}

@@ -114,7 +114,7 @@ static const struct rcase cases[] = {
 	  "r0 = *(u8 *)(r1 + 0x28)\n"
 	  "r0 = 0x0\n"
 	  "exit\n",
-	  0, true, GPUEXT_RULE_NONE, 0, -1, true },
+	  0, true, GPUEXT_RULE_NONE, 0, -1, false },
 	/*
 	 * V1: a loop whose bound narrows by one per iteration. The verdict was
 	 * always right; the cost was one stored state per iteration compared
@@ -146,7 +146,7 @@ static const struct rcase cases[] = {
 	  "r2 += -0x8\n"
 	  "call bpf_map_lookup_elem\n"
 	  "if r0 != 0x0 goto +0x2\n"
-	  "r0 = 0x2\n"
+	  "r0 = 0x0\n"
 	  "exit\n"
 	  "*(u64 *)(r10 - 0x8) = 0x5\n"
 	  "r1 = map[hash] ll\n"
@@ -154,13 +154,13 @@ static const struct rcase cases[] = {
 	  "r2 += -0x8\n"
 	  "call bpf_map_lookup_elem\n"
 	  "if r0 != 0x0 goto +0x2\n"
-	  "r0 = 0x2\n"
+	  "r0 = 0x0\n"
 	  "exit\n"
 	  "w8 -= 0x1\n"
 	  "if w8 s> 0x0 goto loop\n"
 	  "r0 = 0x0\n"
 	  "exit\n",
-	  63, true, GPUEXT_RULE_NONE, 2000, -1, true },
+	  63, true, GPUEXT_RULE_NONE, 2000, -1, false },
 };
 
 static int count_sample(void *user, const void *data, size_t size)
