@@ -14,16 +14,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host/jit.h"
 #include "internal.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: gpuext-conformance-plugin [MEM-HEX] [--backend interp] [--debug]\n"
+		"usage: gpuext-conformance-plugin [MEM-HEX] [--backend interp|jit] [--debug]\n"
 		"\n"
 		"Reads one line of hex-encoded eBPF bytecode from stdin and runs it. MEM-HEX is\n"
 		"the input memory (r1 = pointer to a copy, r2 = length). Prints r0 in hex.\n"
-		"Backends: interp (reference interpreter). jit/ptx/spirv arrive with codegen.\n"
+		"Backends: interp (reference interpreter), jit (LLVM host JIT; the program must\n"
+		"pass the verifier as a host program with a MEM-HEX-sized context).\n"
 		"example: echo 'b7 00 00 00 2a 00 00 00 95 00 00 00 00 00 00 00' | gpuext-conformance-plugin\n");
 }
 
@@ -54,6 +56,7 @@ int main(int argc, char **argv)
 	const char *mem_hex = NULL, *backend = "interp";
 	struct gpuext_runtime *rt = NULL;
 	struct gpuext_prog *prog = NULL;
+	struct gpuext_jit *jit = NULL;
 	uint8_t *code = NULL, *mem = NULL;
 	size_t code_len = 0, mem_len = 0;
 	char *line = NULL, why[160];
@@ -81,8 +84,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (strcmp(backend, "interp") != 0) {
-		fprintf(stderr, "backend '%s' is not available in this build (have: interp)\n", backend);
+	if (strcmp(backend, "interp") != 0 && strcmp(backend, "jit") != 0) {
+		fprintf(stderr, "backend '%s' is not available in this build (have: interp, jit)\n", backend);
 		return 1;
 	}
 	line = read_line(stdin);
@@ -114,12 +117,20 @@ int main(int argc, char **argv)
 		goto out; /* reason already printed */
 	GPUEXT_OPTS(gpuext_run_opts, run, .ctx = mem_len ? mem : NULL, .ctx_len = mem_len,
 		    .ctx_writable = true, .insn_limit = 100000000);
-	err = gpuext_prog__run(prog, &run, &r0);
+	if (!strcmp(backend, "jit")) {
+		GPUEXT_OPTS(gpuext_jit_opts, jo, .ctx_size = (uint32_t)mem_len);
+
+		err = gpuext_jit__new(prog, &jo, &jit);
+		if (err)
+			goto out; /* the log says why (a verifier rejection: which rule, where) */
+	}
+	err = jit ? gpuext_jit__run(jit, &run, &r0) : gpuext_prog__run(prog, &run, &r0);
 	if (err)
 		goto out;
 	printf("%llx\n", (unsigned long long)r0);
 	ret = 0;
 out:
+	gpuext_jit__free(jit);
 	gpuext_prog__free(prog);
 	gpuext_runtime__free(rt);
 	free(line);

@@ -117,6 +117,19 @@ uint64_t gpuext_ringbuf_query(struct gpuext_map *rb, uint64_t flags);
 /* Finds the ring buffer map of @rt whose reserved record starts at @rec. */
 struct gpuext_map *gpuext_ringbuf_of_record(struct gpuext_runtime *rt, uint64_t rec);
 
+/*
+ * interp.c: an execution (what helpers receive) for a program that runs as
+ * native code (codegen/host/jit.c) instead of in the interpreter. Its frames
+ * are on the thread's stack: the runner says where with set_native_stack()
+ * before each helper call, so gpuext_exec__check_mem() accepts pointers into
+ * them. gpuext_exec_err() is the error a helper set with gpuext_exec__fail().
+ */
+struct gpuext_exec *gpuext_exec_new_native(struct gpuext_prog *prog,
+					   const struct gpuext_run_opts *opts);
+void gpuext_exec_set_native_stack(struct gpuext_exec *ex, const void *lo, const void *hi);
+int gpuext_exec_err(const struct gpuext_exec *ex);
+void gpuext_exec_free(struct gpuext_exec *ex);
+
 /* Initial value for global-data maps (.rodata/.data/.bss/.kconfig). */
 int gpuext_map_set_initial(struct gpuext_map *map, const void *data, size_t len);
 

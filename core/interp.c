@@ -33,6 +33,13 @@ struct gpuext_exec {
 	int depth;		/* 0 = the entry function */
 	size_t pc;
 	int err;		/* set by gpuext_exec__fail */
+	/*
+	 * Native executions (gpuext_exec_new_native): the program runs as
+	 * machine code and its frames live on the thread's stack, between
+	 * native_stack_lo and native_stack_hi; ->stack below is not used.
+	 */
+	bool native;
+	const void *native_stack_lo, *native_stack_hi;
 	uint8_t stack[GPUEXT_STACK_SIZE * GPUEXT_MAX_CALL_FRAMES] __attribute__((aligned(16)));
 };
 
@@ -58,6 +65,10 @@ void gpuext_exec__fail(struct gpuext_exec *ex, int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (ex->native) { /* no instruction index in machine code */
+		gpuext_log(ex->rt, GPUEXT_LOG_WARN, "prog '%s' (native code): %s", ex->prog->name, msg);
+		return;
+	}
 	if (ex->pc < ex->prog->insn_cnt)
 		describe_insn(ex, ex->pc, insn, sizeof(insn));
 	gpuext_log(ex->rt, GPUEXT_LOG_WARN, "prog '%s': insn %zu (%s): %s", ex->prog->name, ex->pc,
@@ -79,7 +90,12 @@ int gpuext_exec__check_mem(const struct gpuext_exec *ex, uint64_t addr, uint64_t
 		return 0;
 	/* The current frame and its callers' frames (pointers passed down); never
 	 * below the current frame: that is stack no live function owns. */
-	{
+	if (ex->native) {
+		const uint8_t *lo = ex->native_stack_lo, *hi = ex->native_stack_hi;
+
+		if (lo && hi > lo && in_range(addr, len, lo, (uint64_t)(hi - lo)))
+			return 0;
+	} else {
 		size_t live = (size_t)(ex->depth + 1) * GPUEXT_STACK_SIZE;
 
 		if (in_range(addr, len, ex->stack + sizeof(ex->stack) - live, live))
@@ -623,3 +639,33 @@ int gpuext_prog__run(struct gpuext_prog *prog, struct gpuext_run_opts *opts, uin
 		opts->insn_executed = o.insn_executed;
 	return err ? GPUEXT_ERR(-err) : 0;
 }
+
+/*
+ * An execution for code that is not interpreted (the host JIT): the same
+ * struct helpers see, without the interpreter's stack. @opts must outlive it.
+ */
+struct gpuext_exec *gpuext_exec_new_native(struct gpuext_prog *prog,
+					   const struct gpuext_run_opts *opts)
+{
+	struct gpuext_exec *ex = malloc(sizeof(*ex));
+
+	if (!ex)
+		return NULL;
+	memset(ex, 0, offsetof(struct gpuext_exec, stack));
+	ex->rt = prog->rt;
+	ex->prog = prog;
+	ex->opts = opts;
+	ex->pc = SIZE_MAX;
+	ex->native = true;
+	return ex;
+}
+
+void gpuext_exec_set_native_stack(struct gpuext_exec *ex, const void *lo, const void *hi)
+{
+	ex->native_stack_lo = lo;
+	ex->native_stack_hi = hi;
+}
+
+int gpuext_exec_err(const struct gpuext_exec *ex) { return ex->err; }
+
+void gpuext_exec_free(struct gpuext_exec *ex) { free(ex); }

@@ -58,7 +58,12 @@ expect "run-prog bad hex" 1 "expected a pair of hex digits" -- "$GPUEXT" run-pro
 expect "run-prog not multiple of 8" 1 "not a multiple of 8" -- "$GPUEXT" run-prog --hex 'b7 00 00'
 expect "run-prog invalid opcode" 1 "invalid" -- "$GPUEXT" run-prog --hex 'ff 00 00 00 00 00 00 00 95 00 00 00 00 00 00 00'
 expect "run-prog no input" 2 "exactly one of" -- "$GPUEXT" run-prog
-expect "run-prog backend" 2 "backend 'ptx' is not available" -- "$GPUEXT" run-prog --backend ptx --hex "$MOV42"
+expect "run-prog jit" 0 "r0 = 0x2a (42)" -- "$GPUEXT" run-prog --backend jit --hex "$MOV42"
+expect "run-prog jit mem" 0 "r0 = 0xbb (187)" -- "$GPUEXT" run-prog --backend jit --hex "$LDB1" --mem 'aa bb cc'
+expect "run-prog jit div0" 0 "r0 = 0x0 (0)" -- "$GPUEXT" run-prog --backend jit --hex "$DIV0"
+expect "run-prog jit refuses unverified" 1 "JIT code runs unchecked" -- "$GPUEXT" run-prog --backend jit --hex "$LDB1"
+expect "codegen host IR" 0 "" -- "$GPUEXT" codegen --hex "$MOV42" --target host -o /dev/null
+expect "codegen help" 0 "Lifts one eBPF program to LLVM IR" -- "$GPUEXT" codegen --help
 expect "run-prog missing file" 1 "cannot open" -- "$GPUEXT" run-prog /nonexistent.bpf.o
 expect "run-prog help" 0 "r1 points to" -- "$GPUEXT" run-prog --help
 expect "run-prog show-mem" 0 "mem = 2a 00" -- "$GPUEXT" run-prog --show-mem --mem '00 00' \
@@ -95,6 +100,8 @@ expect_stdin "plugin r0" 0 "2a" "$MOV42" -- "$PLUGIN"
 expect_stdin "plugin mem" 0 "bb" "$LDB1" -- "$PLUGIN" 'aa bb cc'
 expect_stdin "plugin mem no spaces" 0 "bb" "$LDB1" -- "$PLUGIN" 'aabbcc'
 expect_stdin "plugin backend" 0 "2a" "$MOV42" -- "$PLUGIN" --backend interp
+expect_stdin "plugin jit" 0 "2a" "$MOV42" -- "$PLUGIN" --backend jit
+expect_stdin "plugin jit mem" 0 "bb" "$LDB1" -- "$PLUGIN" 'aa bb cc' --backend jit
 expect_stdin "plugin oob" 1 "invalid read" "$OOB" -- "$PLUGIN" '01 02 03 04'
 expect_stdin "plugin bad backend" 1 "not available" "$MOV42" -- "$PLUGIN" --backend nope
 expect_stdin "plugin empty" 1 "non-zero multiple of 8" "" -- "$PLUGIN"

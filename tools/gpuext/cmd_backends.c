@@ -155,7 +155,7 @@ int cmd_backends(int argc, char **argv)
 	probe_intel(&intel);
 	printf("%-8s %-12s %s\n", "BACKEND", "STATUS", "DETAIL");
 	printf("%-8s %-12s %s\n", "sim", "available",
-	       "built in: reference interpreter for host programs");
+	       "built in: UVM memory + runlist simulator; reference interpreter and host JIT");
 	printf("%-8s %-12s %s\n", "nvidia", nv.status, nv.detail);
 	printf("%-8s %-12s %s\n", "amd", amd.status, amd.detail);
 	printf("%-8s %-12s %s\n", "intel", intel.status, intel.detail);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "host/jit.h"
 #include "internal.h"
 
 static void help(FILE *f)
@@ -30,7 +31,8 @@ static void help(FILE *f)
 		"  --cpu N            per-CPU map slot / bpf_get_smp_processor_id() value\n"
 		"  --limit N          stop after N instructions (default 10000000; 0 = none)\n"
 		"  --repeat N         run N times (maps keep their state), print the last r0\n"
-		"  --backend NAME     executor: interp (host JIT, PTX and SPIR-V arrive with codegen)\n"
+		"  --backend NAME     executor: interp (default), or jit (LLVM host JIT: the program\n"
+		"                     must pass the verifier as a host program of --mem's size)\n"
 		"\n"
 		"examples:\n"
 		"  gpuext run-prog --hex 'b7 00 00 00 2a 00 00 00 95 00 00 00 00 00 00 00'\n"
@@ -95,6 +97,7 @@ int cmd_run_prog(int argc, char **argv)
 	struct gpuext_runtime *rt = NULL;
 	struct gpuext_object *obj = NULL;
 	struct gpuext_prog *raw = NULL, *prog = NULL;
+	struct gpuext_jit *jit = NULL;
 	int c, ret = 1, err;
 
 	optind = 1;
@@ -114,10 +117,10 @@ int cmd_run_prog(int argc, char **argv)
 		default: help(stderr); return 2;
 		}
 	}
-	if (strcmp(backend, "interp") != 0) {
+	if (strcmp(backend, "interp") != 0 && strcmp(backend, "jit") != 0) {
 		fprintf(stderr,
-			"gpuext run-prog: backend '%s' is not available in this build; only 'interp' "
-			"(the reference interpreter) is. jit/ptx/spirv arrive with codegen.\n",
+			"gpuext run-prog: backend '%s' is not available in this build; have 'interp' "
+			"(the reference interpreter) and 'jit' (LLVM host JIT).\n",
 			backend);
 		return 2;
 	}
@@ -198,12 +201,28 @@ int cmd_run_prog(int argc, char **argv)
 		if (!mem)
 			goto out;
 	}
+	if (!strcmp(backend, "jit")) {
+		GPUEXT_OPTS(gpuext_jit_opts, jo, .ctx_size = (uint32_t)mem_len);
+
+		err = gpuext_jit__new(prog, &jo, &jit);
+		if (err) {
+			if (err == -EACCES)
+				fprintf(stderr, "gpuext run-prog: '%s' does not pass the verifier as a host "
+					"program with a %zu-byte context, and JIT code runs unchecked: not "
+					"run (--backend interp runs it with every access checked)\n",
+					gpuext_prog__name(prog), mem_len);
+			else
+				fprintf(stderr, "gpuext run-prog: cannot JIT-compile '%s': %s\n",
+					gpuext_prog__name(prog), strerror(-err));
+			goto out;
+		}
+	}
 	for (unsigned long long i = 0; i < (repeat ? repeat : 1); i++) {
 		GPUEXT_OPTS(gpuext_run_opts, run, .ctx = mem, .ctx_len = mem_len, .ctx_writable = true,
 			    .cpu = (uint32_t)cpu, .insn_limit = limit);
 		uint64_t r0 = 0;
 
-		err = gpuext_prog__run(prog, &run, &r0);
+		err = jit ? gpuext_jit__run(jit, &run, &r0) : gpuext_prog__run(prog, &run, &r0);
 		if (err) {
 			fprintf(stderr, "gpuext run-prog: '%s' failed after %llu instructions: %s\n",
 				gpuext_prog__name(prog), (unsigned long long)run.insn_executed,
@@ -225,6 +244,7 @@ int cmd_run_prog(int argc, char **argv)
 	}
 	ret = 0;
 out:
+	gpuext_jit__free(jit);
 	gpuext_prog__free(raw);
 	gpuext_object__close(obj);
 	gpuext_runtime__free(rt);
