@@ -17,6 +17,7 @@
  *    and `ptr @gpuext_rt_map_value(i32 idx, i32 off)` with idx the index in
  *    gpuext_prog__map(), or, when the target fixes them at codegen time,
  *    constants (host JIT: the struct gpuext_map pointer);
+ *  - on device targets, variables (ld_imm64 src=3) become `ptr @gpuext_rt_var(i32 id)`;
  *  - eBPF semantics are kept where LLVM would call them undefined (division
  *    and modulo by zero, INT_MIN/-1, shift amounts masked, 32-bit results
  *    zero-extended).
@@ -25,6 +26,7 @@
 #define GPUEXT_CODEGEN_H
 
 #include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
 
 #include "gpuext/gpuext.h"
 
