@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "gpuext/policy.h"
+#include "host/jit.h"
 #include "internal.h"
 
 #define DEFAULT_CALL_BUDGET 100000
@@ -179,6 +180,7 @@ struct gpuext_policy {
 	enum gpuext_policy_kind kind;
 	char name[64];
 	struct gpuext_prog *hooks[GPUEXT_MEM_HOOK_CNT];	/* NULL = not implemented */
+	struct gpuext_jit *jit[GPUEXT_MEM_HOOK_CNT];	/* machine code, when opts.jit and bounded */
 	uint64_t budget;
 	char *ejected;
 	struct gpuext_policy_stats stats;
@@ -251,7 +253,7 @@ int gpuext_policy__open(struct gpuext_object *obj, const struct gpuext_policy_op
 		if (hook < 0) {
 			gpuext_log(rt, GPUEXT_LOG_WARN, "policy '%s': struct %s has no hook '%s'",
 				   p->name, so->type_name, mb->member);
-			free(p);
+			gpuext_policy__close(p);
 			return GPUEXT_ERR(EINVAL);
 		}
 		GPUEXT_OPTS(gpuext_verify_opts, vo, .type_desc = gpuext_hook_desc(so->type_name, mb->member),
@@ -263,10 +265,25 @@ int gpuext_policy__open(struct gpuext_object *obj, const struct gpuext_policy_op
 				   p->name, mb->member, gpuext_prog__name(mb->prog),
 				   err == -EACCES ? gpuext_rule_name(res.rule) : strerror(-err),
 				   res.insn_idx);
-			free(p);
+			gpuext_policy__close(p);
 			return GPUEXT_ERR(-err);
 		}
 		p->hooks[hook] = mb->prog;
+		if (o.jit && res.max_work && res.max_work <= p->budget) {
+			const struct gpuext_prog_type_desc *hd =
+				gpuext_hook_desc(so->type_name, mb->member);
+			GPUEXT_OPTS(gpuext_jit_opts, jo, .ctx_size = hd->ctx_size, .verified = true);
+
+			err = gpuext_jit__new(mb->prog, &jo, &p->jit[hook]);
+			if (err) {
+				gpuext_log(rt, GPUEXT_LOG_WARN,
+					   "policy '%s': hook %s could not be compiled (%s); it runs in the "
+					   "interpreter", p->name, mb->member, strerror(-err));
+				p->jit[hook] = NULL;
+			} else {
+				p->stats.jitted_hooks++;
+			}
+		}
 	}
 	*out = p;
 	return 0;
@@ -276,6 +293,8 @@ void gpuext_policy__close(struct gpuext_policy *p)
 {
 	if (!p)
 		return;
+	for (int i = 0; i < GPUEXT_MEM_HOOK_CNT; i++)
+		gpuext_jit__free(p->jit[i]);
 	free(p->ejected);
 	free(p);
 }
@@ -313,7 +332,10 @@ int gpuext_policy__call(struct gpuext_policy *p, unsigned hook, const uint64_t *
 	GPUEXT_OPTS(gpuext_run_opts, ro, .ctx = (void *)args, .ctx_len = (size_t)nargs * 8,
 		    .user = user, .insn_limit = p->budget, .regions = regions,
 		    .region_cnt = region_cnt);
-	err = gpuext_prog__run(prog, &ro, ret);
+	if (p->jit[hook])
+		err = gpuext_jit__run(p->jit[hook], &ro, ret);
+	else
+		err = gpuext_prog__run(prog, &ro, ret);
 	p->stats.calls[hook]++;
 	p->stats.insns += ro.insn_executed;
 	if (ro.insn_executed > p->stats.max_call_insns)

@@ -13,9 +13,10 @@
 #define CHUNK 4096
 
 static int open_policy(struct gpuext_runtime *rt, const char *path, enum gpuext_policy_kind want,
-		       uint32_t budget, struct gpuext_object **obj, struct gpuext_policy **pol)
+		       uint32_t budget, bool jit, struct gpuext_object **obj,
+		       struct gpuext_policy **pol)
 {
-	GPUEXT_OPTS(gpuext_policy_opts, po, .call_budget = budget);
+	GPUEXT_OPTS(gpuext_policy_opts, po, .call_budget = budget, .jit = jit);
 	int err;
 
 	err = gpuext_object__open_file(rt, path, NULL, obj);
@@ -93,7 +94,8 @@ int sim_run_mem(const char *policy_path, const char *workload, const char *trace
 	if (err)
 		goto out;
 	if (policy_path) {
-		err = open_policy(rt, policy_path, GPUEXT_POLICY_MEM, opts->call_budget, &obj, &pol);
+		err = open_policy(rt, policy_path, GPUEXT_POLICY_MEM, opts->call_budget, opts->jit, &obj,
+				  &pol);
 		if (err)
 			goto out;
 		snprintf(out->policy_name, sizeof(out->policy_name), "%s", gpuext_policy__name(pol));
@@ -158,8 +160,8 @@ int sim_run_sched(const char *policy_path, const char *scenario, const struct si
 	}
 	snprintf(policy_name, name_len, "default");
 	if (policy_path) {
-		err = open_policy(opts->rt, policy_path, GPUEXT_POLICY_SCHED, opts->call_budget, &obj,
-				  &pol);
+		err = open_policy(opts->rt, policy_path, GPUEXT_POLICY_SCHED, opts->call_budget, opts->jit,
+				  &obj, &pol);
 		if (err)
 			return err;
 		snprintf(policy_name, name_len, "%s", gpuext_policy__name(pol));

@@ -19,6 +19,7 @@ struct sim_run_opts {
 	uint64_t seed;
 	const char *mem_config;		/* extra sim_mem config text ("h2d_gbps=16,...") or NULL */
 	uint32_t call_budget;		/* per policy call; 0: the default */
+	bool jit;			/* run the policy's hooks as machine code (see policy.h) */
 };
 
 struct sim_run_result {

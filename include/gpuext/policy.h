@@ -52,6 +52,13 @@ struct gpuext_policy_opts {
 	uint64_t call_budget;
 	/* Verifier log level for the members (0 = rejections only). */
 	uint32_t log_level;
+	/*
+	 * Run hooks as host machine code (the ORC JIT) instead of the reference
+	 * interpreter. Only hooks whose longest path, as the verifier bounded it,
+	 * fits the call budget are compiled: machine code cannot be stopped midway,
+	 * so the static bound takes the place of the interpreter's counter.
+	 */
+	bool jit;
 };
 
 /*
@@ -73,6 +80,7 @@ const char *gpuext_policy__ejected(const struct gpuext_policy *p);
 
 struct gpuext_policy_stats {
 	uint64_t calls[4];	/* per hook index (the larger of both hook counts) */
+	uint32_t jitted_hooks;	/* hooks running as machine code */
 	uint64_t insns;		/* executed, all hooks */
 	uint64_t max_call_insns;
 };

@@ -47,6 +47,8 @@ static void help(FILE *f)
 		"  --json FILE       also write the results as JSON ('-' = stdout)\n"
 		"  --plot FILE.svg   where the main job draws its plot (default gpuext-sim.svg)\n"
 		"  -j N              parallel runs (default: the number of CPUs)\n"
+		"  --jit             run policy hooks as machine code (the host JIT) where the verifier\n"
+		"                    bounds their length; results are identical, runs are faster\n"
 		"\n"
 		"examples:\n"
 		"  gpuext sim\n"
@@ -78,6 +80,7 @@ struct sim_cli {
 	uint64_t gpu_mem, accesses, seed;
 	const char *config;
 	int jobs;
+	bool jit;
 };
 
 static int run_one(const struct sim_cli *c, struct job *j)
@@ -89,7 +92,8 @@ static int run_one(const struct sim_cli *c, struct job *j)
 	if (err)
 		return err;
 	GPUEXT_OPTS(sim_run_opts, so, .rt = rt, .gpu_mem_bytes = c->gpu_mem,
-		    .max_accesses = c->accesses, .seed = c->seed, .mem_config = c->config);
+		    .max_accesses = c->accesses, .seed = c->seed, .mem_config = c->config,
+		    .jit = c->jit);
 	err = sim_run_mem(j->policy_path[0] ? j->policy_path : NULL, j->workload, NULL, &so, &j->res);
 	gpuext_runtime__free(rt);
 	return err;
@@ -453,6 +457,7 @@ int cmd_sim(int argc, char **argv)
 		{ "json", required_argument, NULL, 'J' },
 		{ "plot", required_argument, NULL, 'P' },
 		{ "list", no_argument, NULL, 'l' },
+		{ "jit", no_argument, NULL, 'x' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -478,6 +483,7 @@ int cmd_sim(int argc, char **argv)
 		case 'J': json = optarg; break;
 		case 'P': plot = optarg; break;
 		case 'l': list = true; break;
+		case 'x': c.jit = true; break;
 		case 'j': c.jobs = atoi(optarg); break;
 		case 'h': help(stdout); return 0;
 		default: help(stderr); return 2;
@@ -530,7 +536,7 @@ int cmd_sim(int argc, char **argv)
 	if (gpuext_runtime__new(&ro, &rt))
 		return 1;
 	GPUEXT_OPTS(sim_run_opts, so, .rt = rt, .gpu_mem_bytes = c.gpu_mem,
-		    .max_accesses = c.accesses, .seed = c.seed, .mem_config = c.config);
+		    .max_accesses = c.accesses, .seed = c.seed, .mem_config = c.config, .jit = c.jit);
 	if (sched) {
 		struct sim_sched_result r[2];
 		const struct sim_sched_result *rp[2] = { &r[0], &r[1] };
