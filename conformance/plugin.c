@@ -14,13 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuext/verifier.h"
 #include "host/jit.h"
+#include "spirv/spirv.h"
 #include "internal.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: gpuext-conformance-plugin [MEM-HEX] [--backend interp|jit] [--debug]\n"
+		"usage: gpuext-conformance-plugin [MEM-HEX] [--backend interp|jit|spirv-vulkan] [--debug]\n"
 		"\n"
 		"Reads one line of hex-encoded eBPF bytecode from stdin and runs it. MEM-HEX is\n"
 		"the input memory (r1 = pointer to a copy, r2 = length). Prints r0 in hex.\n"
@@ -84,8 +86,10 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (strcmp(backend, "interp") != 0 && strcmp(backend, "jit") != 0) {
-		fprintf(stderr, "backend '%s' is not available in this build (have: interp, jit)\n", backend);
+	if (strcmp(backend, "interp") != 0 && strcmp(backend, "jit") != 0 &&
+	    strcmp(backend, "spirv-vulkan") != 0) {
+		fprintf(stderr, "backend '%s' is not available in this build (have: interp, jit, "
+				"spirv-vulkan)\n", backend);
 		return 1;
 	}
 	line = read_line(stdin);
@@ -124,7 +128,15 @@ int main(int argc, char **argv)
 		if (err)
 			goto out; /* the log says why (a verifier rejection: which rule, where) */
 	}
-	err = jit ? gpuext_jit__run(jit, &run, &r0) : gpuext_prog__run(prog, &run, &r0);
+	if (!strcmp(backend, "spirv-vulkan")) {
+		GPUEXT_OPTS(gpuext_verify_opts, vo, .type = GPUEXT_PROG_HOST, .ctx_size = (uint32_t)mem_len);
+
+		err = gpuext_prog__verify(prog, &vo, NULL);
+		if (!err)
+			err = gpuext_spirv_vk_run(prog, mem_len ? mem : NULL, mem_len, &r0);
+	} else {
+		err = jit ? gpuext_jit__run(jit, &run, &r0) : gpuext_prog__run(prog, &run, &r0);
+	}
 	if (err)
 		goto out;
 	printf("%llx\n", (unsigned long long)r0);

@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "cli.h"
+#include "gpuext/verifier.h"
 #include "host/jit.h"
+#include "spirv/spirv.h"
 #include "internal.h"
 
 static void help(FILE *f)
@@ -31,7 +33,8 @@ static void help(FILE *f)
 		"  --cpu N            per-CPU map slot / bpf_get_smp_processor_id() value\n"
 		"  --limit N          stop after N instructions (default 10000000; 0 = none)\n"
 		"  --repeat N         run N times (maps keep their state), print the last r0\n"
-		"  --backend NAME     executor: interp (default), or jit (LLVM host JIT: the program\n"
+		"  --backend NAME     executor: interp (default), spirv-vulkan (SPIR-V on a Vulkan\n"
+		"                     device, verified first), or jit (LLVM host JIT: the program\n"
 		"                     must pass the verifier as a host program of --mem's size)\n"
 		"\n"
 		"examples:\n"
@@ -117,10 +120,12 @@ int cmd_run_prog(int argc, char **argv)
 		default: help(stderr); return 2;
 		}
 	}
-	if (strcmp(backend, "interp") != 0 && strcmp(backend, "jit") != 0) {
+	if (strcmp(backend, "interp") != 0 && strcmp(backend, "jit") != 0 &&
+	    strcmp(backend, "spirv-vulkan") != 0) {
 		fprintf(stderr,
 			"gpuext run-prog: backend '%s' is not available in this build; have 'interp' "
-			"(the reference interpreter) and 'jit' (LLVM host JIT).\n",
+			"(the reference interpreter), 'jit' (LLVM host JIT) and 'spirv-vulkan' (SPIR-V\n"
+			"on a Vulkan device: lavapipe or a GPU).\n",
 			backend);
 		return 2;
 	}
@@ -217,6 +222,27 @@ int cmd_run_prog(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (!strcmp(backend, "spirv-vulkan")) {
+		/* device code runs unchecked: only what the verifier accepts */
+		GPUEXT_OPTS(gpuext_verify_opts, vo, .type = GPUEXT_PROG_HOST, .ctx_size = (uint32_t)mem_len);
+		uint64_t r0 = 0;
+
+		err = gpuext_prog__verify(prog, &vo, NULL);
+		if (err) {
+			fprintf(stderr, "gpuext run-prog: '%s' does not pass the verifier as a host program "
+					"with a %zu-byte context, and device code runs unchecked: not run\n",
+				gpuext_prog__name(prog), mem_len);
+			goto out;
+		}
+		err = gpuext_spirv_vk_run(prog, mem, mem_len, &r0);
+		if (err) {
+			fprintf(stderr, "gpuext run-prog: '%s' did not run on Vulkan: %s (the log above says "
+					"why)\n", gpuext_prog__name(prog), strerror(-err));
+			goto out;
+		}
+		printf("r0 = 0x%llx (%lld)\n", (unsigned long long)r0, (long long)r0);
+		goto shown;
+	}
 	for (unsigned long long i = 0; i < (repeat ? repeat : 1); i++) {
 		GPUEXT_OPTS(gpuext_run_opts, run, .ctx = mem, .ctx_len = mem_len, .ctx_writable = true,
 			    .cpu = (uint32_t)cpu, .insn_limit = limit);
@@ -236,6 +262,7 @@ int cmd_run_prog(int argc, char **argv)
 				       (unsigned long long)run.insn_executed);
 		}
 	}
+shown:
 	if (show_mem) {
 		printf("mem =");
 		for (size_t i = 0; i < mem_len; i++)
