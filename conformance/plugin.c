@@ -16,13 +16,14 @@
 
 #include "gpuext/verifier.h"
 #include "host/jit.h"
+#include "ptx/ptx.h"
 #include "spirv/spirv.h"
 #include "internal.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: gpuext-conformance-plugin [MEM-HEX] [--backend interp|jit|spirv-vulkan] [--debug]\n"
+		"usage: gpuext-conformance-plugin [MEM-HEX] [--backend interp|jit|spirv-vulkan|ptx|ptx-warp] [--debug]\n"
 		"\n"
 		"Reads one line of hex-encoded eBPF bytecode from stdin and runs it. MEM-HEX is\n"
 		"the input memory (r1 = pointer to a copy, r2 = length). Prints r0 in hex.\n"
@@ -87,9 +88,10 @@ int main(int argc, char **argv)
 		}
 	}
 	if (strcmp(backend, "interp") != 0 && strcmp(backend, "jit") != 0 &&
-	    strcmp(backend, "spirv-vulkan") != 0) {
+	    strcmp(backend, "spirv-vulkan") != 0 && strcmp(backend, "ptx") != 0 &&
+	    strcmp(backend, "ptx-warp") != 0) {
 		fprintf(stderr, "backend '%s' is not available in this build (have: interp, jit, "
-				"spirv-vulkan)\n", backend);
+				"spirv-vulkan, ptx, ptx-warp)\n", backend);
 		return 1;
 	}
 	line = read_line(stdin);
@@ -128,12 +130,15 @@ int main(int argc, char **argv)
 		if (err)
 			goto out; /* the log says why (a verifier rejection: which rule, where) */
 	}
-	if (!strcmp(backend, "spirv-vulkan")) {
+	if (!strcmp(backend, "spirv-vulkan") || !strncmp(backend, "ptx", 3)) {
 		GPUEXT_OPTS(gpuext_verify_opts, vo, .type = GPUEXT_PROG_HOST, .ctx_size = (uint32_t)mem_len);
 
 		err = gpuext_prog__verify(prog, &vo, NULL);
-		if (!err)
+		if (!err && !strcmp(backend, "spirv-vulkan"))
 			err = gpuext_spirv_vk_run(prog, mem_len ? mem : NULL, mem_len, &r0);
+		else if (!err)
+			err = gpuext_ptx_run(prog, mem_len ? mem : NULL, mem_len,
+					     strcmp(backend, "ptx-warp") != 0, &r0);
 	} else {
 		err = jit ? gpuext_jit__run(jit, &run, &r0) : gpuext_prog__run(prog, &run, &r0);
 	}

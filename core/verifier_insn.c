@@ -1269,7 +1269,7 @@ static int call_helper(struct verifier *v, struct vstate *st, const struct bpf_i
 		break;
 	case GPUEXT_RET_INTEGER:
 		set_scalar_unknown(r0);
-		r0->divergent = any_div;
+		r0->divergent = any_div || (p->flags & GPUEXT_FN_DIVERGENT_RET);
 		break;
 	case GPUEXT_RET_MAP_VALUE_OR_NULL:
 		memset(r0, 0, sizeof(*r0));

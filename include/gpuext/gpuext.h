@@ -186,6 +186,7 @@ enum gpuext_func_kind {
 #define GPUEXT_FN_WARP_COLLECTIVE (1u << 0) /* device: must run under warp-uniform control */
 #define GPUEXT_FN_DEVICE_ONLY     (1u << 1)
 #define GPUEXT_FN_HOST_ONLY       (1u << 2)
+#define GPUEXT_FN_DIVERGENT_RET   (1u << 3) /* device: returns a per-lane value (lane/thread id) */
 
 struct gpuext_func_proto {
 	enum gpuext_func_kind kind;

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "gpuext/verifier.h"
 #include "host/jit.h"
+#include "ptx/ptx.h"
 #include "spirv/spirv.h"
 #include "internal.h"
 
@@ -34,7 +35,8 @@ static void help(FILE *f)
 		"  --limit N          stop after N instructions (default 10000000; 0 = none)\n"
 		"  --repeat N         run N times (maps keep their state), print the last r0\n"
 		"  --backend NAME     executor: interp (default), spirv-vulkan (SPIR-V on a Vulkan\n"
-		"                     device, verified first), or jit (LLVM host JIT: the program\n"
+		"                     device), ptx / ptx-warp (PTX on an NVIDIA GPU, one thread / the\n"
+		"                     warp leader; both verified first), or jit (LLVM host JIT: the program\n"
 		"                     must pass the verifier as a host program of --mem's size)\n"
 		"\n"
 		"examples:\n"
@@ -121,11 +123,12 @@ int cmd_run_prog(int argc, char **argv)
 		}
 	}
 	if (strcmp(backend, "interp") != 0 && strcmp(backend, "jit") != 0 &&
-	    strcmp(backend, "spirv-vulkan") != 0) {
+	    strcmp(backend, "spirv-vulkan") != 0 && strcmp(backend, "ptx") != 0 &&
+	    strcmp(backend, "ptx-warp") != 0) {
 		fprintf(stderr,
 			"gpuext run-prog: backend '%s' is not available in this build; have 'interp' "
-			"(the reference interpreter), 'jit' (LLVM host JIT) and 'spirv-vulkan' (SPIR-V\n"
-			"on a Vulkan device: lavapipe or a GPU).\n",
+			"(the reference interpreter), 'jit' (LLVM host JIT), 'spirv-vulkan' (SPIR-V\n"
+			"on a Vulkan device: lavapipe or a GPU), 'ptx' and 'ptx-warp' (an NVIDIA GPU).\n",
 			backend);
 		return 2;
 	}
@@ -222,7 +225,7 @@ int cmd_run_prog(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (!strcmp(backend, "spirv-vulkan")) {
+	if (!strcmp(backend, "spirv-vulkan") || !strncmp(backend, "ptx", 3)) {
 		/* device code runs unchecked: only what the verifier accepts */
 		GPUEXT_OPTS(gpuext_verify_opts, vo, .type = GPUEXT_PROG_HOST, .ctx_size = (uint32_t)mem_len);
 		uint64_t r0 = 0;
@@ -234,10 +237,13 @@ int cmd_run_prog(int argc, char **argv)
 				gpuext_prog__name(prog), mem_len);
 			goto out;
 		}
-		err = gpuext_spirv_vk_run(prog, mem, mem_len, &r0);
+		if (!strcmp(backend, "spirv-vulkan"))
+			err = gpuext_spirv_vk_run(prog, mem, mem_len, &r0);
+		else
+			err = gpuext_ptx_run(prog, mem, mem_len, strcmp(backend, "ptx-warp") != 0, &r0);
 		if (err) {
-			fprintf(stderr, "gpuext run-prog: '%s' did not run on Vulkan: %s (the log above says "
-					"why)\n", gpuext_prog__name(prog), strerror(-err));
+			fprintf(stderr, "gpuext run-prog: '%s' did not run on the %s backend: %s (the log "
+					"above says why)\n", gpuext_prog__name(prog), backend, strerror(-err));
 			goto out;
 		}
 		printf("r0 = 0x%llx (%lld)\n", (unsigned long long)r0, (long long)r0);

@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * codegen/ptx: verified eBPF -> LLVM IR (codegen/lift.c) -> PTX text through
+ * LLVM's NVPTX backend, plus the device runtime the lifted module calls and a
+ * CUDA Driver API runner (libcuda is dlopen'ed, never linked).
+ *
+ * Internal to libgpuext (not installed); used by the CLI, the conformance
+ * plugin, tests/test_codegen_ptx.c and tools/gpu/ptx_isa_runner.c.
+ * docs/ptx.md has the longer story.
+ *
+ * ---------------------------------------------------------------------
+ * The test kernel: every module gpuext_ptx_emit() returns defines
+ *
+ *   .entry gpuext_isa_entry(.u64 mem, .u64 mem_len, .u64 mem_stride,
+ *                           .u64 r0_out, .u32 n)
+ *
+ *   mem        device address of the input copies (global memory);
+ *   mem_len    bytes of one copy: the program gets r1 = its copy, r2 = mem_len;
+ *              mem_len == 0 gives r1 = 0, r2 = 0 (a program without input);
+ *   mem_stride bytes between consecutive copies (>= mem_len, a multiple of 8);
+ *   r0_out     device address of n u64: r0 of every thread;
+ *   n          threads taking part: thread g = ctaid.x * ntid.x + tid.x with
+ *              g >= n returns at once.
+ *
+ * Per-thread mode: thread g runs the program on copy g (n copies) and writes
+ * r0_out[g]. Warp mode: in each warp the lowest active lane (activemask,
+ * find-first-set) runs the program on copy g / 32 (ceil(n / 32) copies; use a
+ * 1-D block whose size is a multiple of 32); r0 is broadcast with
+ * shfl.sync.idx to the active lanes, and every lane writes r0_out[g].
+ *
+ * Module globals the host fills (cuModuleGetGlobal) before a launch:
+ *   gpuext_rt_maps          struct gpuext_ptx_map_desc[max(1, map count)], indexed
+ *                           like gpuext_prog__map(); zero = "no map" (helpers fail)
+ *   gpuext_rt_prandom_seed  u64 mixed into bpf_get_prandom_u32()
+ *   gpuext_rt_vars          struct gpuext_ptx_var[GPUEXT_PTX_MAX_VARS]
+ *                           (only when the program uses ld_imm64 src=3)
+ *
+ * Device runtime (helpers are `i64 gpuext_rt_helper_<id>(5 x i64)`, as the
+ * lifter's contract in codegen/codegen.h says):
+ *   1 map_lookup_elem, 2 map_update_elem, 3 map_delete_elem: array and per-CPU
+ *     array maps in device memory (a per-CPU slot is %smid % nr_slots); hash maps
+ *     are not placed on the device: lookup gives NULL, update/delete -EOPNOTSUPP;
+ *   5 ktime_get_ns: %globaltimer (ns); 8 get_smp_processor_id: %smid;
+ *   7 get_prandom_u32: xorshift64* over (seed, global thread id, %clock64);
+ *   130..134 ringbuf_output/reserve/submit/discard/query on a ring in device
+ *     memory (struct gpuext_ptx_ringbuf_hdr + data), lock-free reserve by CAS,
+ *     records never wrap (a discarded padding record fills the tail), a full
+ *     ring counts a drop;
+ *   every other helper id: returns -EOPNOTSUPP (-95) (e.g. trace_printk);
+ *   every kfunc (gpuext_rt_kfunc_<name>): returns -EINVAL (-22): kfuncs advise a
+ *     host driver and have no meaning on a GPU; the stub only lets the PTX build.
+ *   0x1100.. device helpers below (also registered for the verifier by
+ *     gpuext_ptx_register_device_helpers()).
+ */
+#ifndef GPUEXT_CODEGEN_PTX_H
+#define GPUEXT_CODEGEN_PTX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuext/gpuext.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* PTX ISA version put in every module: 8.0 (CUDA 12.0+ drivers JIT it; ptxas 13 takes it). */
+#define GPUEXT_PTX_ISA_FEATURE "+ptx80"
+#define GPUEXT_PTX_DEFAULT_SM "sm_80"
+/* Name of the test kernel and of the lifted entry inside the module. */
+#define GPUEXT_PTX_KERNEL "gpuext_isa_entry"
+#define GPUEXT_PTX_PROG_FN "gpuext_prog_main"
+
+/*
+ * Device-only helpers (call src=0, imm = id). Ids are gpuext's, 0x1100 and
+ * up (0x1000..0x10ff is left to tests: the verifier corpus registers its own
+ * helpers there).
+ */
+enum gpuext_dev_helper {
+	GPUEXT_FUNC_get_globaltimer = 0x1100,	/* %globaltimer, ns */
+	GPUEXT_FUNC_get_sm_id = 0x1101,		/* %smid */
+	GPUEXT_FUNC_get_warp_id = 0x1102,	/* linear thread index in the block / 32 */
+	GPUEXT_FUNC_get_lane_id = 0x1103,	/* %laneid (per lane) */
+	GPUEXT_FUNC_get_thread_id = 0x1104,	/* linear thread index in the block (per lane) */
+	GPUEXT_FUNC_get_block_id = 0x1105,	/* linear block index in the grid */
+};
+
+/*
+ * Registers the helpers above in @rt's registry (kind helper, no arguments,
+ * integer result, flags GPUEXT_FN_DEVICE_ONLY): the verifier then lets device
+ * probes call them and refuses them elsewhere. Their host implementations
+ * (for running a probe in the interpreter) give lane 0, warp 0, thread 0,
+ * block 0, sm = the run's cpu slot and CLOCK_REALTIME ns. Calling it twice is
+ * harmless. 0 or a negative errno.
+ */
+int gpuext_ptx_register_device_helpers(struct gpuext_runtime *rt);
+
+/* One map as the device sees it (entry of gpuext_rt_maps). 40 bytes. */
+struct gpuext_ptx_map_desc {
+	uint64_t base;		/* device address: values (array) or ring data (ringbuf) */
+	uint64_t aux;		/* ringbuf: device address of its gpuext_ptx_ringbuf_hdr */
+	uint32_t type;		/* BPF_MAP_TYPE_*; 0: no map */
+	uint32_t key_size;
+	uint32_t value_size;
+	uint32_t max_entries;	/* ringbuf: data bytes, a power of 2 */
+	uint32_t stride;	/* bytes between values: value_size rounded up to 8 */
+	uint32_t nr_slots;	/* per-CPU array: values per key (>= 1); else 1 */
+};
+
+/*
+ * A ring buffer on the device. Records start 8-aligned at data + (pos & (size-1))
+ * with the kernel's 8-byte header (u32 len | BUSY << 31 | DISCARD << 30, u32 0)
+ * and never wrap: a discarded record pads the tail of the ring when needed.
+ */
+struct gpuext_ptx_ringbuf_hdr {
+	uint64_t prod;		/* producer position (reserve: CAS) */
+	uint64_t cons;		/* consumer position (host) */
+	uint64_t dropped;	/* records refused for lack of space */
+	uint64_t pad;
+};
+
+/* ld_imm64 src=3: the device address of variable @id. */
+#define GPUEXT_PTX_MAX_VARS 16
+struct gpuext_ptx_var {
+	uint64_t id;
+	uint64_t addr;
+};
+
+/*
+ * The device image of @map: *desc filled (base and aux left 0 for the loader)
+ * and *image a malloc'd copy of its contents in the device layout, *bytes long
+ * (array: max_entries x stride; per-CPU array: max_entries x nr_slots x
+ * stride; ring buffer: *image NULL = zeros, *bytes = the data size). A
+ * loader (gpuext_ptx_device__run, a PTX bundle) allocates *bytes on the
+ * device, copies the image, and for a ring buffer also a zeroed
+ * gpuext_ptx_ringbuf_hdr (aux). -EOPNOTSUPP for a map kind not placed on
+ * the device (hash, lru_hash), -E2BIG past 64 MiB.
+ */
+int gpuext_ptx_map_image(struct gpuext_map *map, struct gpuext_ptx_map_desc *desc,
+			 uint8_t **image, size_t *bytes);
+
+/*
+ * Lifts @prog (verified) for NVPTX, links the device runtime and the test kernel
+ * (per-thread or warp mode, see above), runs O2 for @sm and emits PTX text.
+ * @sm: "sm_75" .. "sm_90" (NULL: sm_80). Deterministic: the same program
+ * gives the same text. *text is malloc'd and NUL-terminated, *len excludes
+ * the NUL. 0 or a negative errno (the reason logged through the program's runtime).
+ */
+int gpuext_ptx_emit(struct gpuext_prog *prog, const char *sm, bool per_thread, char **text,
+		    size_t *len);
+
+/* ------------------------------------------------------------------ */
+/* Running on a GPU through the CUDA Driver API (libcuda.so.1, dlopen)  */
+/* ------------------------------------------------------------------ */
+
+/* An open GPU: libcuda handle, device, primary context. One per thread of use. */
+struct gpuext_ptx_device;
+
+/*
+ * Opens GPU @ordinal. -ENODEV with a message in @err (no libcuda.so.1, cuInit
+ * failed, no device, ...). Never allocates device memory itself.
+ */
+int gpuext_ptx_device__open(int ordinal, struct gpuext_ptx_device **out, char *err,
+			    size_t err_len);
+void gpuext_ptx_device__close(struct gpuext_ptx_device *dev);
+/* "NVIDIA H100 80GB HBM3, sm_90, driver 13.0" */
+const char *gpuext_ptx_device__desc(const struct gpuext_ptx_device *dev);
+/* The sm the device runs, clamped to what gpuext emits (sm_75..sm_90): "sm_90". */
+const char *gpuext_ptx_device__sm(const struct gpuext_ptx_device *dev);
+
+struct gpuext_ptx_run_opts {
+	size_t sz;
+	bool per_thread;	/* true: per-thread mode; false: warp mode */
+	/* One block of this many threads (1..1024; warp mode: a multiple of 32).
+	 * 0: 1 in per-thread mode, 32 in warp mode. */
+	uint32_t threads;
+	const char *sm;		/* NULL: the device's */
+	uint32_t timeout_ms;	/* launch + completion; 0 = 10000 */
+	/* Input memory, copied to every copy; NULL/0: r1 = 0, r2 = 0. */
+	const void *mem;
+	size_t mem_len;
+	/* Out (optional): r0 of every thread (@threads entries) ... */
+	uint64_t *r0;
+	/* ... and every copy after the run (copies * mem_len bytes; copies =
+	 * threads in per-thread mode, threads / 32 in warp mode). */
+	void *mem_out;
+	/* Write device map state back to the host maps after the run (array
+	 * values that changed; ring-buffer records are output to the host ring). */
+	bool sync_maps;
+	/* Out: why it failed (may be NULL). */
+	char *err;
+	size_t err_len;
+	/* Out: the PTX that ran (malloc'd, caller frees) when non-NULL. */
+	char **ptx;
+};
+
+/*
+ * Emits @prog for the device and runs it once on @dev as @opts says. Maps of
+ * the program are uploaded from their host state (array, per-CPU array,
+ * ringbuf; a hash map gives -EOPNOTSUPP). 0 or a negative errno: -ENODEV,
+ * -EOPNOTSUPP, -ETIMEDOUT (the kernel did not finish: the device is then
+ * unusable, close it), -EIO (a CUDA error, named in err).
+ */
+int gpuext_ptx_device__run(struct gpuext_ptx_device *dev, struct gpuext_prog *prog,
+			   struct gpuext_ptx_run_opts *opts);
+
+/*
+ * The one-call form for `gpuext run-prog --backend ptx` and the conformance
+ * plugin: opens GPU 0, runs @prog once (per-thread: one thread; warp mode:
+ * one warp of 32, the leader runs it) with r1 = @mem (@len bytes, written back)
+ * and stores thread 0's r0 in *r0; map state is written back to the host maps.
+ * -ENODEV (logged) where there is no libcuda or GPU. For many runs open a
+ * device once and use gpuext_ptx_device__run().
+ */
+int gpuext_ptx_run(struct gpuext_prog *prog, void *mem, size_t len, bool per_thread,
+		   uint64_t *r0);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

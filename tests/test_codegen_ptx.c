@@ -1,0 +1,532 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * eBPF -> PTX (codegen/ptx): every ISA corpus case the verifier accepts, and
+ * every struct_ops program of the shipped policies, is lowered to PTX in
+ * per-thread and warp mode for sm_80 and sm_90, and each PTX must assemble
+ * with NVIDIA's ptxas for its sm. Plus unit checks of the emitter (kernel
+ * ABI, determinism, sm selection, kfunc stubs, device helpers).
+ *
+ * ptxas is required: without it this test fails and says how to get it.
+ * Running the code on a GPU is tools/gpu/run.sh's job.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "asm.h"
+#include "gpuext/policy.h"
+#include "gpuext/verifier.h"
+#include "internal.h"
+#include "ptx/ptx.h"
+#include "testlib.h"
+
+static struct test_log logbuf;
+static char ptxas[1024];
+static char tmpdir[64];
+
+static const char *const sms[2] = { "sm_80", "sm_90" };
+static const char *const modes[2] = { "per-thread", "warp" };
+
+/* [sm][mode] */
+static unsigned lowered[2][2], assembled[2][2];
+static unsigned case_total, case_error, case_rejected, case_used;
+static unsigned pol_objs, pol_progs;
+
+static struct gpuext_runtime *new_rt(void)
+{
+	GPUEXT_OPTS(gpuext_runtime_opts, ro, .print = test_log_print, .print_user = &logbuf,
+		    .prandom_seed = 1);
+	struct gpuext_runtime *rt = NULL;
+
+	test_log_clear(&logbuf);
+	if (gpuext_runtime__new(&ro, &rt))
+		return NULL;
+	return rt;
+}
+
+static bool find_ptxas(void)
+{
+	const char *p = getenv("GPUEXT_PTXAS");
+
+	if (!p || !*p)
+		p = GPUEXT_PTXAS;
+	if (!*p || strstr(p, "NOTFOUND") || access(p, X_OK)) {
+		test_fail(__FILE__, __LINE__,
+			  "ptxas not found (GPUEXT_PTXAS='%s'): the PTX backend is checked with NVIDIA's "
+			  "assembler. Install the CUDA toolkit (CUDA 12.x/13.x: NVIDIA's cuda-toolkit "
+			  "package puts ptxas in /usr/local/cuda/bin, or `apt install nvidia-cuda-toolkit`), "
+			  "then re-run cmake, or point GPUEXT_PTXAS at it", p);
+		return false;
+	}
+	snprintf(ptxas, sizeof(ptxas), "%s", p);
+	return true;
+}
+
+/*
+ * Assembles @text with ptxas -arch=@sm. true on success; else prints ptxas'
+ * output (the first lines) with @what.
+ */
+static bool run_ptxas(const char *text, size_t len, const char *sm, const char *what)
+{
+	char path[128], cmd[1400], out[2048];
+	size_t n = 0;
+	FILE *f, *p;
+	int st;
+
+	snprintf(path, sizeof(path), "%s/prog.ptx", tmpdir);
+	f = fopen(path, "w");
+	if (!f || fwrite(text, 1, len, f) != len) {
+		if (f)
+			fclose(f);
+		fprintf(stderr, "%s: cannot write %s\n", what, path);
+		return false;
+	}
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "'%s' -arch=%s -o /dev/null '%s' 2>&1", ptxas, sm, path);
+	p = popen(cmd, "r");
+	if (!p) {
+		fprintf(stderr, "%s: cannot run %s\n", what, ptxas);
+		return false;
+	}
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	st = pclose(p);
+	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st)) {
+		fprintf(stderr, "%s: ptxas -arch=%s failed (status %d):\n%s\n", what, sm, st, out);
+		if (getenv("GPUEXT_TEST_VERBOSE"))
+			fprintf(stderr, "%s\n", text);
+		return false;
+	}
+	return true;
+}
+
+/* Lowers @prog for both sms and both modes; each must assemble. */
+static void lower_all(struct gpuext_prog *prog, const char *what)
+{
+	for (int s = 0; s < 2; s++) {
+		for (int m = 0; m < 2; m++) {
+			char *text = NULL, label[320];
+			size_t len = 0;
+			int err;
+
+			snprintf(label, sizeof(label), "%s [%s, %s]", what, sms[s], modes[m]);
+			test_log_clear(&logbuf);
+			err = gpuext_ptx_emit(prog, sms[s], m == 0, &text, &len);
+			test_checks++;
+			if (err) {
+				test_fail(__FILE__, __LINE__, "%s: gpuext_ptx_emit = %d: %s", label, err,
+					  logbuf.buf);
+				continue;
+			}
+			lowered[s][m]++;
+			test_checks++;
+			if (run_ptxas(text, len, sms[s], label))
+				assembled[s][m]++;
+			else
+				test_fail(__FILE__, __LINE__, "%s: ptxas rejected the PTX", label);
+			free(text);
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Unit checks                                                          */
+/* ------------------------------------------------------------------ */
+
+#define INSN(c, d, s, o, i) ((struct bpf_insn){ .code = (c), .dst_reg = (d), .src_reg = (s), \
+						 .off = (o), .imm = (i) })
+#define MOV64_IMM(d, i) INSN(BPF_ALU64 | BPF_MOV | BPF_K, d, 0, 0, i)
+#define CALL(id) INSN(BPF_JMP | BPF_CALL, 0, 0, 0, id)
+#define EXIT INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0)
+
+static char *emit(struct gpuext_prog *prog, const char *sm, bool per_thread)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int err = gpuext_ptx_emit(prog, sm, per_thread, &text, &len);
+
+	CHECK_EQ_INT(err, 0);
+	if (err) {
+		fprintf(stderr, "emit: %s\n", logbuf.buf);
+		return NULL;
+	}
+	CHECK_EQ_U64(len, strlen(text));
+	return text;
+}
+
+static void test_kernel_abi(void)
+{
+	const struct bpf_insn insns[] = { MOV64_IMM(0, 42), EXIT };
+	struct gpuext_runtime *rt = new_rt();
+	struct gpuext_prog *prog = NULL;
+	char *a, *b, *w, *s90, *bad = NULL;
+	size_t len = 0;
+
+	CHECK(rt);
+	CHECK_EQ_INT(gpuext_prog__new(rt, "answer", insns, 2, NULL, 0, &prog), 0);
+	if (!prog)
+		goto out;
+	a = emit(prog, NULL, true);
+	b = emit(prog, "sm_80", true);
+	w = emit(prog, "sm_80", false);
+	s90 = emit(prog, "sm_90", true);
+	if (a && b && w && s90) {
+		/* Deterministic, default sm_80, PTX ISA 8.0, the documented kernel. */
+		CHECK(!strcmp(a, b));
+		CHECK_STR_CONTAINS(a, ".version 8.0");
+		CHECK_STR_CONTAINS(a, ".target sm_80");
+		CHECK_STR_CONTAINS(s90, ".target sm_90");
+		CHECK_STR_CONTAINS(a, ".visible .entry " GPUEXT_PTX_KERNEL "(");
+		CHECK_STR_CONTAINS(a, GPUEXT_PTX_KERNEL "_param_4");
+		CHECK(!strstr(a, GPUEXT_PTX_KERNEL "_param_5"));
+		CHECK_STR_CONTAINS(a, ".visible .global .align 8 .b8 gpuext_rt_maps[40]");
+		CHECK_STR_CONTAINS(a, "gpuext_rt_prandom_seed");
+		CHECK_STR_CONTAINS(a, "42");
+		/* O2 inlined the program: one function, the kernel. */
+		CHECK(!strstr(a, ".func"));
+		/* Warp mode: leader election and the broadcast. */
+		CHECK(!strstr(a, "activemask"));
+		CHECK_STR_CONTAINS(w, "activemask.b32");
+		CHECK_STR_CONTAINS(w, "shfl.sync.idx.b32");
+		CHECK(run_ptxas(a, strlen(a), "sm_80", "answer"));
+		CHECK(run_ptxas(w, strlen(w), "sm_80", "answer warp"));
+		CHECK(run_ptxas(s90, strlen(s90), "sm_90", "answer sm_90"));
+	}
+	free(a);
+	free(b);
+	free(w);
+	free(s90);
+	/* An sm gpuext does not emit for. */
+	test_log_clear(&logbuf);
+	CHECK_EQ_INT(gpuext_ptx_emit(prog, "sm_10", true, &bad, &len), -EINVAL);
+	CHECK(!bad);
+	CHECK_STR_CONTAINS(logbuf.buf, "unsupported target 'sm_10'");
+	gpuext_prog__free(prog);
+out:
+	gpuext_runtime__free(rt);
+}
+
+/* Helpers: the device ones inline to special registers, unknown ones to -EOPNOTSUPP. */
+static void test_helpers(void)
+{
+	const struct bpf_insn lane[] = { CALL(GPUEXT_FUNC_get_lane_id), EXIT };
+	const struct bpf_insn helpers[] = {
+		CALL(BPF_FUNC_ktime_get_ns), INSN(BPF_ALU64 | BPF_MOV | BPF_X, 6, 0, 0, 0),
+		CALL(BPF_FUNC_get_smp_processor_id), INSN(BPF_ALU64 | BPF_ADD | BPF_X, 6, 0, 0, 0),
+		CALL(BPF_FUNC_get_prandom_u32), INSN(BPF_ALU64 | BPF_ADD | BPF_X, 0, 6, 0, 0), EXIT,
+	};
+	const struct bpf_insn printk[] = {
+		MOV64_IMM(1, 0), INSN(BPF_STX | BPF_MEM | BPF_DW, 10, 1, -8, 0),
+		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 1, 10, 0, 0), INSN(BPF_ALU64 | BPF_ADD | BPF_K, 1, 0, 0, -8),
+		MOV64_IMM(2, 1), CALL(BPF_FUNC_trace_printk), EXIT,
+	};
+	struct gpuext_runtime *rt = new_rt();
+	const struct gpuext_func_proto *p;
+	struct gpuext_prog *prog = NULL;
+	char *t;
+
+	if (!rt) {
+		CHECK(rt);
+		return;
+	}
+	CHECK_EQ_INT(gpuext_ptx_register_device_helpers(rt), 0);
+	CHECK_EQ_INT(gpuext_ptx_register_device_helpers(rt), 0); /* twice is harmless */
+	p = gpuext_runtime__find_func(rt, GPUEXT_FUNC_HELPER, GPUEXT_FUNC_get_lane_id);
+	CHECK(p && !strcmp(p->name, "gpuext_get_lane_id") && (p->flags & GPUEXT_FN_DEVICE_ONLY));
+	p = gpuext_runtime__find_func(rt, GPUEXT_FUNC_HELPER, GPUEXT_FUNC_get_globaltimer);
+	CHECK(p && !strcmp(p->name, "gpuext_get_globaltimer"));
+
+	CHECK_EQ_INT(gpuext_prog__new(rt, "lane", lane, 2, NULL, 0, &prog), 0);
+	if (prog) {
+		GPUEXT_OPTS(gpuext_verify_opts, host, .type = GPUEXT_PROG_HOST);
+		GPUEXT_OPTS(gpuext_verify_result, res);
+
+		/* Device only: a host program may not call it, a probe may. */
+		CHECK_EQ_INT(gpuext_prog__verify(prog, &host, &res), -EACCES);
+		CHECK_EQ_INT(res.rule, GPUEXT_RULE_BAD_CALL);
+		t = emit(prog, "sm_80", true);
+		if (t) {
+			CHECK_STR_CONTAINS(t, "%laneid");
+			CHECK(run_ptxas(t, strlen(t), "sm_80", "lane"));
+		}
+		free(t);
+		gpuext_prog__free(prog);
+		prog = NULL;
+	}
+	CHECK_EQ_INT(gpuext_prog__new(rt, "helpers", helpers, 7, NULL, 0, &prog), 0);
+	if (prog) {
+		t = emit(prog, "sm_80", true);
+		if (t) {
+			CHECK_STR_CONTAINS(t, "%globaltimer");
+			CHECK_STR_CONTAINS(t, "%smid");
+			CHECK_STR_CONTAINS(t, "%clock64");
+			CHECK(run_ptxas(t, strlen(t), "sm_80", "helpers"));
+		}
+		free(t);
+		gpuext_prog__free(prog);
+		prog = NULL;
+	}
+	/* trace_printk has no device form: its stub returns -EOPNOTSUPP (-95). */
+	CHECK_EQ_INT(gpuext_prog__new(rt, "printk", printk, 7, NULL, 0, &prog), 0);
+	if (prog) {
+		t = emit(prog, "sm_80", true);
+		if (t) {
+			CHECK_STR_CONTAINS(t, "-95");
+			CHECK(run_ptxas(t, strlen(t), "sm_80", "printk"));
+		}
+		free(t);
+		gpuext_prog__free(prog);
+	}
+	gpuext_runtime__free(rt);
+}
+
+/* Device images of maps, and the runner's answer on a machine without a GPU. */
+static void test_maps_and_runner(void)
+{
+	const struct bpf_insn insns[] = { MOV64_IMM(0, 1), EXIT };
+	struct gpuext_runtime *rt = new_rt();
+	struct gpuext_map *arr = NULL, *hash = NULL, *rb = NULL;
+	struct gpuext_ptx_map_desc d;
+	struct gpuext_prog *prog = NULL;
+	uint8_t *img = NULL;
+	size_t bytes = 0;
+	uint64_t r0 = 0, v = 0x1122334455667788ull;
+	uint32_t key = 2;
+	int err;
+
+	if (!rt) {
+		CHECK(rt);
+		return;
+	}
+	{
+		GPUEXT_OPTS(gpuext_map_def, a, .name = "a", .type = BPF_MAP_TYPE_ARRAY, .key_size = 4,
+			    .value_size = 12, .max_entries = 3);
+		GPUEXT_OPTS(gpuext_map_def, h, .name = "h", .type = BPF_MAP_TYPE_HASH, .key_size = 4,
+			    .value_size = 8, .max_entries = 4);
+		GPUEXT_OPTS(gpuext_map_def, r, .name = "r", .type = BPF_MAP_TYPE_RINGBUF,
+			    .max_entries = 4096);
+
+		CHECK_EQ_INT(gpuext_map__create(rt, &a, &arr), 0);
+		CHECK_EQ_INT(gpuext_map__create(rt, &h, &hash), 0);
+		CHECK_EQ_INT(gpuext_map__create(rt, &r, &rb), 0);
+	}
+	if (arr && hash && rb) {
+		uint8_t val[12] = { 0 };
+
+		memcpy(val, &v, 8);
+		CHECK_EQ_INT(gpuext_map__update(arr, &key, val, BPF_ANY), 0);
+		CHECK_EQ_INT(gpuext_ptx_map_image(arr, &d, &img, &bytes), 0);
+		CHECK_EQ_U64(d.type, BPF_MAP_TYPE_ARRAY);
+		CHECK_EQ_U64(d.stride, 16);
+		CHECK_EQ_U64(d.nr_slots, 1);
+		CHECK_EQ_U64(d.base, 0);
+		CHECK_EQ_U64(bytes, 3 * 16);
+		if (img && bytes == 48) {
+			uint64_t got;
+
+			memcpy(&got, img + 2 * 16, 8);
+			CHECK_EQ_U64(got, v);
+			CHECK_EQ_U64(img[16], 0);
+		}
+		free(img);
+		img = NULL;
+		CHECK_EQ_INT(gpuext_ptx_map_image(rb, &d, &img, &bytes), 0);
+		CHECK(!img);
+		CHECK_EQ_U64(bytes, 4096);
+		test_log_clear(&logbuf);
+		CHECK_EQ_INT(gpuext_ptx_map_image(hash, &d, &img, &bytes), -EOPNOTSUPP);
+		CHECK_STR_CONTAINS(logbuf.buf, "map 'h': hash maps are not placed on the device");
+	}
+	/* Without libcuda or a GPU the runner says so and fails cleanly. */
+	CHECK_EQ_INT(gpuext_prog__new(rt, "one", insns, 2, NULL, 0, &prog), 0);
+	if (prog) {
+		test_log_clear(&logbuf);
+		err = gpuext_ptx_run(prog, NULL, 0, true, &r0);
+		if (err == -ENODEV) {
+			CHECK_STR_CONTAINS(logbuf.buf, "ptx: program one on the GPU: ");
+		} else {
+			/* A machine with a GPU: it must have run. */
+			CHECK_EQ_INT(err, 0);
+			CHECK_EQ_U64(r0, 1);
+		}
+		gpuext_prog__free(prog);
+	}
+	gpuext_map__destroy(arr);
+	gpuext_map__destroy(hash);
+	gpuext_map__destroy(rb);
+	gpuext_runtime__free(rt);
+}
+
+/* ------------------------------------------------------------------ */
+/* The ISA corpus                                                       */
+/* ------------------------------------------------------------------ */
+
+static void lower_case(const struct isa_case *tc)
+{
+	struct gpuext_runtime *rt = new_rt();
+	struct gpuext_prog *prog = NULL;
+	struct isa_case_env env;
+	char why[512], what[256];
+
+	case_total++;
+	if (tc->error || tc->error_any) {
+		case_error++;
+		gpuext_runtime__free(rt);
+		return;
+	}
+	snprintf(what, sizeof(what), "%s/%s", tc->family, tc->name);
+	if (!rt || isa_case_env_init(&env, rt, tc, why, sizeof(why))) {
+		test_fail(__FILE__, __LINE__, "%s: cannot set up the case: %s", what,
+			  rt ? why : "no runtime");
+		gpuext_runtime__free(rt);
+		return;
+	}
+	if (gpuext_prog__new(rt, tc->name, env.insns, env.insn_cnt, env.maps, env.map_cnt, &prog)) {
+		test_fail(__FILE__, __LINE__, "%s: gpuext_prog__new failed: %s", what, logbuf.buf);
+	} else {
+		GPUEXT_OPTS(gpuext_verify_opts, vo, .type = GPUEXT_PROG_HOST,
+			    .ctx_size = (uint32_t)env.mem_len);
+		GPUEXT_OPTS(gpuext_verify_result, res);
+
+		test_log_clear(&logbuf);
+		if (gpuext_prog__verify(prog, &vo, &res)) {
+			case_rejected++;
+			if (getenv("GPUEXT_TEST_VERBOSE"))
+				fprintf(stderr, "%s: verifier rejects (%s), not lowered\n", what,
+					gpuext_rule_name(res.rule));
+		} else {
+			case_used++;
+			lower_all(prog, what);
+		}
+		gpuext_prog__free(prog);
+	}
+	isa_case_env_fini(&env);
+	gpuext_runtime__free(rt);
+}
+
+static void test_isa_corpus(void)
+{
+	struct isa_corpus corpus = { 0 };
+	char err[512];
+
+	if (isa_corpus_load_dir(&corpus, GPUEXT_TEST_DATA_DIR "/isa", err, sizeof(err))) {
+		test_fail(__FILE__, __LINE__, "ISA corpus: %s", err);
+		return;
+	}
+	for (size_t i = 0; i < corpus.cnt; i++)
+		lower_case(&corpus.cases[i]);
+	isa_corpus_free(&corpus);
+	CHECK(case_used > 300);
+}
+
+/* ------------------------------------------------------------------ */
+/* Policies: struct_ops programs call kfuncs, stubbed to -EINVAL         */
+/* ------------------------------------------------------------------ */
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void lower_policy(const char *dir, const char *file)
+{
+	struct gpuext_runtime *rt = new_rt();
+	struct gpuext_object *obj = NULL;
+	struct gpuext_policy *pol = NULL;
+	char path[1024];
+	int err;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	err = rt ? gpuext_object__open_file(rt, path, NULL, &obj) : -ENOMEM;
+	if (!err)
+		err = gpuext_policy__open(obj, NULL, &pol); /* verifies every member as its hook */
+	test_checks++;
+	if (err) {
+		test_fail(__FILE__, __LINE__, "%s: cannot open/verify the policy (%d): %s", path, err,
+			  logbuf.buf);
+		goto out;
+	}
+	pol_objs++;
+	for (size_t i = 0; i < gpuext_object__struct_ops_cnt(obj); i++) {
+		const struct gpuext_struct_ops *so = gpuext_object__struct_ops(obj, i);
+
+		for (size_t m = 0; m < so->member_cnt; m++) {
+			char what[256];
+
+			snprintf(what, sizeof(what), "%s:%s.%s", file, so->type_name,
+				 so->members[m].member);
+			pol_progs++;
+			lower_all(so->members[m].prog, what);
+		}
+	}
+out:
+	gpuext_policy__close(pol);
+	gpuext_object__close(obj);
+	gpuext_runtime__free(rt);
+}
+
+static void test_policies(void)
+{
+	DIR *d = opendir(GPUEXT_POLICY_DIR);
+	char *names[128];
+	size_t n = 0;
+	struct dirent *de;
+
+	if (!d) {
+		test_fail(__FILE__, __LINE__, "no policy directory %s (build the 'policies' target)",
+			  GPUEXT_POLICY_DIR);
+		return;
+	}
+	while ((de = readdir(d)) && n < 128) {
+		size_t l = strlen(de->d_name);
+
+		if (l > 6 && !strcmp(de->d_name + l - 6, ".bpf.o"))
+			names[n++] = strdup(de->d_name);
+	}
+	closedir(d);
+	qsort(names, n, sizeof(names[0]), cmp_str);
+	for (size_t i = 0; i < n; i++) {
+		if (names[i])
+			lower_policy(GPUEXT_POLICY_DIR, names[i]);
+		free(names[i]);
+	}
+	CHECK(n >= 10);
+	CHECK_EQ_U64(pol_objs, n);
+}
+
+int main(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/gpuext-ptx-XXXXXX");
+	if (!find_ptxas())
+		return test_done("test_codegen_ptx");
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	test_kernel_abi();
+	test_helpers();
+	test_maps_and_runner();
+	test_isa_corpus();
+	test_policies();
+
+	printf("ISA corpus: %u cases, %u expect an error (skipped), %u rejected by the verifier "
+	       "(skipped), %u lowered\n", case_total, case_error, case_rejected, case_used);
+	printf("policies: %u objects, %u struct_ops programs\n", pol_objs, pol_progs);
+	printf("%-6s %-10s %8s %10s\n", "sm", "mode", "lowered", "assembled");
+	for (int s = 0; s < 2; s++)
+		for (int m = 0; m < 2; m++)
+			printf("%-6s %-10s %8u %10u\n", sms[s], modes[m], lowered[s][m],
+			       assembled[s][m]);
+	{
+		char path[128];
+
+		snprintf(path, sizeof(path), "%s/prog.ptx", tmpdir);
+		unlink(path);
+		rmdir(tmpdir);
+	}
+	return test_done("test_codegen_ptx");
+}
