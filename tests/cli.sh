@@ -3,7 +3,7 @@
 # lines and checks what they print and their exit codes.
 #   tests/cli.sh GPUEXT PLUGIN TEST_BPF_DIR POLICY_DIR
 set -uo pipefail
-GPUEXT=$1 PLUGIN=$2 BPF=$3
+GPUEXT=$1 PLUGIN=$2 BPF=$3 POL=$4
 fails=0 checks=0
 
 # expect NAME WANT_RC WANT_SUBSTRING -- CMD...   (stdout+stderr searched)
@@ -85,6 +85,16 @@ expect "verify log level 2" 0 "R0=42" -- "$GPUEXT" verify --log=2 --hex "$MOV42"
 expect "verify bad type" 2 "unknown --type 'gpu'" -- "$GPUEXT" verify --type gpu --hex "$MOV42"
 expect "verify object" 0 "tiny" -- "$GPUEXT" verify "$BPF/loader_tiny.bpf.o"
 expect "verify help" 0 "SIMT rules" -- "$GPUEXT" verify --help
+
+# --- sim
+expect "sim list" 0 "moe-decode" -- "$GPUEXT" sim --list
+expect "sim one case" 0 "speedup over stock" -- "$GPUEXT" sim --workload stride --accesses 20000 --gpu-mem 64M --policy "$POL/mru.bpf.o"
+expect "sim one case jit" 0 "speedup over stock" -- "$GPUEXT" sim --workload stride --accesses 20000 --gpu-mem 64M --policy "$POL/lru.bpf.o" --jit
+expect "sim sched" 0 "lc_infer_0" -- "$GPUEXT" sim --sched lc-be --policy "$POL/lc_be.bpf.o"
+expect "sim wrong kind" 1 "is a scheduling policy" -- "$GPUEXT" sim --workload stride --accesses 1000 --policy "$POL/lc_be.bpf.o"
+expect "sim bad workload" 1 "no workload 'nosuch'" -- "$GPUEXT" sim --workload nosuch --accesses 1000
+expect "sim policy needs case" 2 "--policy needs --workload" -- "$GPUEXT" sim --policy "$POL/mru.bpf.o"
+expect "sim help" 0 "Times are modelled" -- "$GPUEXT" sim --help
 
 # --- maps (a pid that cannot exist keeps these independent of the machine)
 expect "maps help" 0 "usage: gpuext maps [list] [--pid PID]" -- "$GPUEXT" maps --help

@@ -723,7 +723,7 @@ int sim_workload__new(const char *spec, const struct sim_workload_opts *opts,
 	}
 	d = sim_workload_find(spec);
 	if (!d) {
-		gpuext_log(o.rt, GPUEXT_LOG_WARN, "no workload '%.*s' (see the list in --help)",
+		gpuext_log(o.rt, GPUEXT_LOG_WARN, "no workload '%.*s' (`gpuext sim --list` shows them)",
 			   (int)strcspn(spec, ":"), spec);
 		return ERR(ENOENT);
 	}
