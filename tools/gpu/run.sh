@@ -5,13 +5,22 @@
 #                                builds it in build-gpu/ and writes the PTX bundle
 #                                build-gpu/bundle (PTX for sm_80 + sm_90 of every ISA corpus
 #                                case and runtime check, with the interpreter's results)
-#   tools/gpu/run.sh             on the GPU machine: runs the bundle with tools/gpu/ptx_bundle_run.c
-#                                (needs only cc + the NVIDIA driver), and, where gpuext itself
-#                                builds there too, also the full ptx_isa_runner (emits on the spot)
+#                                and the SPIR-V bundle build-gpu/spirv-bundle (Vulkan-flavour
+#                                SPIR-V of every ISA corpus case with the interpreter's results,
+#                                tools/gpu/spirv_isa_bundle.c) plus this machine's Vulkan loader
+#                                in build-gpu/vulkan/ (the GPU machine may have none)
+#   tools/gpu/run.sh             on the GPU machine: runs the SPIR-V bundle on the Vulkan driver
+#                                with tools/gpu/spirv_bundle_run.c (cc + a loader + the ICD), the
+#                                PTX bundle with tools/gpu/ptx_bundle_run.c (needs only cc + the
+#                                NVIDIA driver), and, where gpuext itself builds there too, also
+#                                the full ptx_isa_runner (emits on the spot)
 #
-# Logs go to $OUT (default ./gpu-out): env.txt, build logs, ptx_bundle_run.log,
-# ptx_isa_runner.log, disagreeing PTX under ptx-diff/. Exit status: 0 everything agrees,
-# 1 a disagreement or failure, 2 no usable GPU / nothing could run.
+# Carry build-gpu/bundle, build-gpu/spirv-bundle and build-gpu/vulkan to the GPU machine.
+# Logs go to $OUT (default ./gpu-out): env.txt, build logs, spirv_bundle_run.log,
+# ptx_bundle_run.log, ptx_isa_runner.log, disagreeing PTX under ptx-diff/. Exit status:
+# 0 everything agrees, 1 a disagreement or failure, 2 no usable GPU / nothing could run.
+# GPUEXT_VK_DEVICE picks the Vulkan device by name (default: NVIDIA where nvidia-smi exists),
+# GPUEXT_VULKAN_LOADER the loader library.
 # Never installs anything (the GPU machine has no network) and allocates little GPU memory
 # (one block of 64 threads, < 64 MiB per launch).
 set -uo pipefail
@@ -20,6 +29,8 @@ top=$PWD
 out=${OUT:-$top/gpu-out}
 build=${GPUEXT_GPU_BUILD:-$top/build-gpu}
 bundle=${GPUEXT_PTX_BUNDLE:-$build/bundle}
+spv_bundle=${GPUEXT_SPIRV_BUNDLE:-$build/spirv-bundle}
+vk_dir=$build/vulkan
 jobs=$(nproc 2>/dev/null || echo 2)
 mkdir -p "$out"
 say() { printf '==> %s\n' "$*" | tee -a "$out/summary.txt"; }
@@ -80,7 +91,28 @@ if [ "${1:-}" = "--prepare" ]; then
   fi
   tail -n 4 "$out/bundle.log"
   say "bundle ready: $(grep -c '^case ' "$bundle/manifest.txt") runs, $(du -sh "$bundle" | cut -f1)"
-  say "on the GPU machine run tools/gpu/run.sh with ${bundle#"$top"/} carried along"
+
+  # SPIR-V (Vulkan flavour) bundle + the loader the GPU machine lacks.
+  say "building spirv_isa_bundle"
+  cmake --build "$build" -j"$jobs" --target spirv_isa_bundle >>"$out/build.log" 2>&1 || {
+    say "build failed; tail of $out/build.log:"; tail -n 40 "$out/build.log"; exit 1; }
+  rm -rf "$spv_bundle"
+  say "writing the SPIR-V bundle to $spv_bundle"
+  if ! "$build/spirv_isa_bundle" "$spv_bundle" >"$out/spirv_bundle.log" 2>&1; then
+    say "writing the SPIR-V bundle failed; tail of $out/spirv_bundle.log:"
+    tail -n 30 "$out/spirv_bundle.log"; exit 1
+  fi
+  tail -n 3 "$out/spirv_bundle.log"
+  say "SPIR-V bundle ready: $(grep -c '^case ' "$spv_bundle/manifest.txt") modules, $(du -sh "$spv_bundle" | cut -f1)"
+  loader=${GPUEXT_VULKAN_LOADER:-$(ldconfig -p 2>/dev/null | awk '/libvulkan\.so\.1 .*x86-64/ {print $NF; exit}')}
+  rm -rf "$vk_dir"
+  if [ -n "$loader" ] && [ -r "$loader" ]; then
+    mkdir -p "$vk_dir" && cp -L "$loader" "$vk_dir/libvulkan.so.1"
+    say "Vulkan loader for the GPU machine: $vk_dir/libvulkan.so.1 (from $(readlink -f "$loader"))"
+  else
+    say "no Vulkan loader here (libvulkan1): the GPU machine must bring its own"
+  fi
+  say "on the GPU machine run tools/gpu/run.sh with ${bundle#"$top"/}, ${spv_bundle#"$top"/} and ${vk_dir#"$top"/} carried along"
   exit 0
 fi
 
@@ -94,21 +126,94 @@ fi
   echo "cc: $(cc --version 2>/dev/null | head -n 1)"
   echo "ptxas: $(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null || echo none)"
   echo "libcuda: $(ldconfig -p 2>/dev/null | grep -m1 'libcuda.so.1' || echo 'not in ldconfig cache')"
+  echo "libvulkan: $(ldconfig -p 2>/dev/null | grep -m1 'libvulkan.so.1' || echo 'not in ldconfig cache')"
+  for d in /etc/vulkan/icd.d /usr/share/vulkan/icd.d /usr/local/share/vulkan/icd.d; do
+    for j in "$d"/*.json; do
+      [ -f "$j" ] && echo "vulkan ICD: $j: $(tr -d ' \n' <"$j" | grep -o '"library_path":"[^"]*"')"
+    done
+  done
+  echo "vulkan headers: $([ -d /usr/include/vulkan ] && echo /usr/include/vulkan || echo none)"
 } >"$out/env.txt" 2>&1
 cat "$out/env.txt"
 
-if ! ldconfig -p 2>/dev/null | grep -q 'libcuda.so.1' && [ -z "${LD_LIBRARY_PATH:-}" ]; then
-  say "no libcuda.so.1 on this machine: install the NVIDIA driver (580.x for CUDA 13) or run on a GPU machine"
+if ! command -v cc >/dev/null; then
+  say "no C compiler (cc): the bundle runners cannot be built here"
   exit 2
 fi
-if ! command -v cc >/dev/null; then
-  say "no C compiler (cc): ptx_bundle_run.c cannot be built here"
-  exit 2
+have_cuda=1
+if ! ldconfig -p 2>/dev/null | grep -q 'libcuda.so.1' && [ -z "${LD_LIBRARY_PATH:-}" ]; then
+  say "no libcuda.so.1 on this machine: the PTX runs need the NVIDIA driver (580.x for CUDA 13)"
+  have_cuda=0
 fi
 
 status=0
 ran=0
-if [ -f "$bundle/manifest.txt" ]; then
+
+# SPIR-V on the Vulkan driver: the loader of the system, else the one --prepare carried.
+if [ -f "$spv_bundle/manifest.txt" ]; then
+  say "compiling tools/gpu/spirv_bundle_run.c"
+  spv_runner=$(mktemp -d)/spirv_bundle_run
+  if cc -std=c99 -O2 -Wall -Wextra -Wno-missing-field-initializers \
+        "$top/tools/gpu/spirv_bundle_run.c" -ldl -o "$spv_runner" >"$out/spirv_build.log" 2>&1; then
+    if [ -z "${GPUEXT_VULKAN_LOADER:-}" ]; then
+      if ldconfig -p 2>/dev/null | grep -q 'libvulkan.so.1'; then
+        export GPUEXT_VULKAN_LOADER=libvulkan.so.1
+      elif [ -f "$vk_dir/libvulkan.so.1" ]; then
+        export GPUEXT_VULKAN_LOADER=$vk_dir/libvulkan.so.1
+      fi
+    fi
+    if [ -z "${GPUEXT_VK_DEVICE:-}" ] && command -v nvidia-smi >/dev/null; then
+      export GPUEXT_VK_DEVICE=NVIDIA
+    fi
+    # Runs the bundle once; $1 names the attempt. Returns the runner's exit status.
+    run_spirv() {
+      local log=$out/spirv_bundle_run$1.log rc
+      say "running the SPIR-V bundle ($(grep -c '^case ' "$spv_bundle/manifest.txt") modules) on ${GPUEXT_VK_DEVICE:-the first Vulkan GPU} with loader ${GPUEXT_VULKAN_LOADER:-none}${VK_ICD_FILENAMES:+, ICD $VK_ICD_FILENAMES} -> $log"
+      timeout -k 10 120 "$spv_runner" "$spv_bundle" --timeout-ms 10000 >"$log" 2>&1
+      rc=$?
+      grep -v '^  ' "$log" | tail -n 32
+      if grep -q '^  ' "$log"; then
+        echo "disagreements / notes:"; grep '^  ' "$log" | head -n 60
+      fi
+      return $rc
+    }
+    run_spirv ""
+    rc=$?
+    if [ $rc -eq 2 ]; then
+      say "SPIR-V bundle: no Vulkan loader/device (see above); the loader's own account (VK_LOADER_DEBUG=all):"
+      VK_LOADER_DEBUG=all timeout -k 10 60 "$spv_runner" "$spv_bundle" --case - \
+        >"$out/vk_loader_debug.log" 2>&1
+      grep -iE 'error|warn|fail|nvidia|icd.*json|searching for driver' "$out/vk_loader_debug.log" | sort -u | head -n 40
+      echo "NVIDIA userspace libraries the Vulkan driver needs (ldconfig):"
+      ldconfig -p 2>/dev/null | grep -E 'lib(GLX|EGL)_nvidia|libnvidia-(glcore|glvkspirv|gpucomp|glsi|tls|eglcore)' \
+        | sed 's/^/     /' || echo "     none"
+      # libGLX_nvidia's ICD entry needs the GLX/graphics side; headless machines often have
+      # libEGL_nvidia.so.0, which exports the same ICD entry points.
+      egl=$(ldconfig -p 2>/dev/null | awk '/libEGL_nvidia\.so\.0 .*x86-64/ {print $NF; exit}')
+      if [ -z "${VK_ICD_FILENAMES:-}" ] && [ -n "$egl" ]; then
+        printf '{ "file_format_version": "1.0.0", "ICD": { "library_path": "%s", "api_version": "1.3.0" } }\n' \
+          "$egl" >"$out/nvidia_icd_egl.json"
+        say "retrying with an ICD manifest naming $egl (headless EGL variant of NVIDIA's driver)"
+        VK_ICD_FILENAMES=$out/nvidia_icd_egl.json run_spirv _egl
+        rc=$?
+      fi
+    fi
+    case $rc in
+      0) say "SPIR-V bundle: PASS"; ran=1 ;;
+      124|137) say "SPIR-V bundle: TIMED OUT (over 120 s)"; status=1; ran=1 ;;
+      2) say "SPIR-V bundle: no usable Vulkan device"; vk_nodev=1 ;;
+      *) say "SPIR-V bundle: FAIL (exit $rc)"; status=1; ran=1 ;;
+    esac
+  else
+    say "compiling spirv_bundle_run.c failed:"; cat "$out/spirv_build.log"; status=1
+  fi
+else
+  say "no SPIR-V bundle at $spv_bundle (make one with tools/gpu/run.sh --prepare where gpuext builds)"
+fi
+
+if [ $have_cuda -eq 0 ]; then
+  :
+elif [ -f "$bundle/manifest.txt" ]; then
   say "compiling tools/gpu/ptx_bundle_run.c"
   runner=$(mktemp -d)/ptx_bundle_run
   if cc -std=gnu17 -O2 -Wall -Wextra -Wno-missing-field-initializers \
@@ -142,7 +247,9 @@ else
 fi
 
 miss=$(missing_build_deps)
-if [ -z "$miss" ]; then
+if [ $have_cuda -eq 0 ]; then
+  say "no libcuda: the PTX bundle and ptx_isa_runner did not run"
+elif [ -z "$miss" ]; then
   if build_gpuext; then
     say "running ptx_isa_runner (emits PTX here, runs it, compares with the interpreter)"
     timeout -k 10 420 "$build/ptx_isa_runner" --ptx-dir "$out/ptx-diff" \
@@ -161,6 +268,10 @@ fi
 
 if [ $ran -eq 0 ]; then
   say "nothing ran: carry a bundle (tools/gpu/run.sh --prepare) or install gpuext's build dependencies"
+  exit 2
+fi
+if [ $status -eq 0 ] && [ "${vk_nodev:-0}" = 1 ]; then
+  say "the SPIR-V bundle could not run (no Vulkan device): exit 2"
   exit 2
 fi
 exit $status
