@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * eBPF -> PTX (codegen/ptx): every ISA corpus case the verifier accepts, and
- * every struct_ops program of the shipped policies, is lowered to PTX in
+ * eBPF -> PTX (codegen/ptx): every program of the ISA corpus that is a valid
+ * encoding (gpuext_prog__new accepts it) -- whether the verifier accepts it
+ * or not, whether it expects a result or a runtime error -- and every
+ * struct_ops program of the shipped policies, is lowered to PTX in
  * per-thread and warp mode for sm_80 and sm_90, and each PTX must assemble
- * with NVIDIA's ptxas for its sm. Plus unit checks of the emitter (kernel
- * ABI, determinism, sm selection, kfunc stubs, device helpers).
+ * with NVIDIA's ptxas for its sm. An unverified program is only assembled,
+ * never run. Cases that are not valid programs, and any valid program that
+ * cannot be lowered or assembled, are listed with the reason. Plus unit
+ * checks of the emitter (kernel ABI, determinism, sm selection, kfunc stubs,
+ * device helpers).
  *
  * ptxas is required: without it this test fails and says how to get it.
  * Running the code on a GPU is tools/gpu/run.sh's job.
@@ -33,8 +38,36 @@ static const char *const modes[2] = { "per-thread", "warp" };
 
 /* [sm][mode] */
 static unsigned lowered[2][2], assembled[2][2];
-static unsigned case_total, case_error, case_rejected, case_used;
+/* ISA corpus: every case; not a valid program (the assembler or gpuext_prog__new
+ * refuses it); valid programs, of which the verifier accepts (expecting a result
+ * / expecting a runtime error) or rejects; valid programs lowered and assembled
+ * in all four sm x mode combinations. */
+static unsigned case_total, case_invalid, case_valid, case_ok, case_runtime_error,
+	case_rejected, case_expect_err, case_all_lowered, case_all_assembled;
 static unsigned pol_objs, pol_progs;
+
+/* A case or program that is not lowered / assembled, and why (listed at the end). */
+#define MAX_NOTES 128
+struct note {
+	char what[160];
+	char why[240];
+};
+static struct note invalid_notes[MAX_NOTES], exc_notes[MAX_NOTES];
+static unsigned invalid_cnt, exc_cnt;
+
+static void add_note(struct note *notes, unsigned *cnt, const char *what, const char *why)
+{
+	char *nl;
+
+	if (*cnt < MAX_NOTES) {
+		snprintf(notes[*cnt].what, sizeof(notes[*cnt].what), "%s", what);
+		snprintf(notes[*cnt].why, sizeof(notes[*cnt].why), "%s", why);
+		nl = strchr(notes[*cnt].why, '\n');
+		if (nl)
+			*nl = '\0';
+	}
+	(*cnt)++;
+}
 
 static struct gpuext_runtime *new_rt(void)
 {
@@ -68,21 +101,26 @@ static bool find_ptxas(void)
 
 /*
  * Assembles @text with ptxas -arch=@sm. true on success; else prints ptxas'
- * output (the first lines) with @what.
+ * output (the first lines) with @what and leaves its first line in @why.
  */
-static bool run_ptxas(const char *text, size_t len, const char *sm, const char *what)
+static bool run_ptxas(const char *text, size_t len, const char *sm, const char *what, char *why,
+		      size_t why_len)
 {
 	char path[128], cmd[1400], out[2048];
 	size_t n = 0;
 	FILE *f, *p;
 	int st;
 
+	if (why && why_len)
+		why[0] = '\0';
 	snprintf(path, sizeof(path), "%s/prog.ptx", tmpdir);
 	f = fopen(path, "w");
 	if (!f || fwrite(text, 1, len, f) != len) {
 		if (f)
 			fclose(f);
 		fprintf(stderr, "%s: cannot write %s\n", what, path);
+		if (why && why_len)
+			snprintf(why, why_len, "cannot write %s", path);
 		return false;
 	}
 	fclose(f);
@@ -90,6 +128,8 @@ static bool run_ptxas(const char *text, size_t len, const char *sm, const char *
 	p = popen(cmd, "r");
 	if (!p) {
 		fprintf(stderr, "%s: cannot run %s\n", what, ptxas);
+		if (why && why_len)
+			snprintf(why, why_len, "cannot run ptxas");
 		return false;
 	}
 	n = fread(out, 1, sizeof(out) - 1, p);
@@ -99,17 +139,26 @@ static bool run_ptxas(const char *text, size_t len, const char *sm, const char *
 		fprintf(stderr, "%s: ptxas -arch=%s failed (status %d):\n%s\n", what, sm, st, out);
 		if (getenv("GPUEXT_TEST_VERBOSE"))
 			fprintf(stderr, "%s\n", text);
+		if (why && why_len)
+			snprintf(why, why_len, "ptxas -arch=%s: %.400s", sm, out);
 		return false;
 	}
 	return true;
 }
 
-/* Lowers @prog for both sms and both modes; each must assemble. */
-static void lower_all(struct gpuext_prog *prog, const char *what)
+/*
+ * Lowers @prog for both sms and both modes; each must assemble. A failure
+ * fails the test and is listed among the exceptions with its reason.
+ * true when all four lowered and assembled; *all_lowered says whether all
+ * four lowered.
+ */
+static bool lower_all(struct gpuext_prog *prog, const char *what, bool *all_lowered)
 {
+	bool ok = true, low = true;
+
 	for (int s = 0; s < 2; s++) {
 		for (int m = 0; m < 2; m++) {
-			char *text = NULL, label[320];
+			char *text = NULL, label[320], why[512];
 			size_t len = 0;
 			int err;
 
@@ -118,19 +167,27 @@ static void lower_all(struct gpuext_prog *prog, const char *what)
 			err = gpuext_ptx_emit(prog, sms[s], m == 0, &text, &len);
 			test_checks++;
 			if (err) {
-				test_fail(__FILE__, __LINE__, "%s: gpuext_ptx_emit = %d: %s", label, err,
-					  logbuf.buf);
+				snprintf(why, sizeof(why), "gpuext_ptx_emit = %d: %.400s", err, logbuf.buf);
+				add_note(exc_notes, &exc_cnt, label, why);
+				test_fail(__FILE__, __LINE__, "%s: %s", label, why);
+				ok = low = false;
 				continue;
 			}
 			lowered[s][m]++;
 			test_checks++;
-			if (run_ptxas(text, len, sms[s], label))
+			if (run_ptxas(text, len, sms[s], label, why, sizeof(why))) {
 				assembled[s][m]++;
-			else
+			} else {
+				add_note(exc_notes, &exc_cnt, label, why);
 				test_fail(__FILE__, __LINE__, "%s: ptxas rejected the PTX", label);
+				ok = false;
+			}
 			free(text);
 		}
 	}
+	if (all_lowered)
+		*all_lowered = low;
+	return ok;
 }
 
 /* ------------------------------------------------------------------ */
@@ -192,9 +249,9 @@ static void test_kernel_abi(void)
 		CHECK(!strstr(a, "activemask"));
 		CHECK_STR_CONTAINS(w, "activemask.b32");
 		CHECK_STR_CONTAINS(w, "shfl.sync.idx.b32");
-		CHECK(run_ptxas(a, strlen(a), "sm_80", "answer"));
-		CHECK(run_ptxas(w, strlen(w), "sm_80", "answer warp"));
-		CHECK(run_ptxas(s90, strlen(s90), "sm_90", "answer sm_90"));
+		CHECK(run_ptxas(a, strlen(a), "sm_80", "answer", NULL, 0));
+		CHECK(run_ptxas(w, strlen(w), "sm_80", "answer warp", NULL, 0));
+		CHECK(run_ptxas(s90, strlen(s90), "sm_90", "answer sm_90", NULL, 0));
 	}
 	free(a);
 	free(b);
@@ -251,7 +308,7 @@ static void test_helpers(void)
 		t = emit(prog, "sm_80", true);
 		if (t) {
 			CHECK_STR_CONTAINS(t, "%laneid");
-			CHECK(run_ptxas(t, strlen(t), "sm_80", "lane"));
+			CHECK(run_ptxas(t, strlen(t), "sm_80", "lane", NULL, 0));
 		}
 		free(t);
 		gpuext_prog__free(prog);
@@ -264,7 +321,7 @@ static void test_helpers(void)
 			CHECK_STR_CONTAINS(t, "%globaltimer");
 			CHECK_STR_CONTAINS(t, "%smid");
 			CHECK_STR_CONTAINS(t, "%clock64");
-			CHECK(run_ptxas(t, strlen(t), "sm_80", "helpers"));
+			CHECK(run_ptxas(t, strlen(t), "sm_80", "helpers", NULL, 0));
 		}
 		free(t);
 		gpuext_prog__free(prog);
@@ -276,7 +333,7 @@ static void test_helpers(void)
 		t = emit(prog, "sm_80", true);
 		if (t) {
 			CHECK_STR_CONTAINS(t, "-95");
-			CHECK(run_ptxas(t, strlen(t), "sm_80", "printk"));
+			CHECK(run_ptxas(t, strlen(t), "sm_80", "printk", NULL, 0));
 		}
 		free(t);
 		gpuext_prog__free(prog);
@@ -365,43 +422,66 @@ static void test_maps_and_runner(void)
 /* The ISA corpus                                                       */
 /* ------------------------------------------------------------------ */
 
+/*
+ * Every case whose program is a valid encoding is lowered and assembled:
+ * verified or not, expecting a result or a runtime error (an unverified
+ * program is never run here, only assembled). A case that is not a valid
+ * program (its text does not assemble, or gpuext_prog__new refuses it) is
+ * listed; it is a failure only when the case expects to run successfully.
+ */
 static void lower_case(const struct isa_case *tc)
 {
 	struct gpuext_runtime *rt = new_rt();
 	struct gpuext_prog *prog = NULL;
 	struct isa_case_env env;
+	bool expect_err = tc->error || tc->error_any;
+	bool all_lowered = false;
 	char why[512], what[256];
 
 	case_total++;
-	if (tc->error || tc->error_any) {
-		case_error++;
-		gpuext_runtime__free(rt);
-		return;
-	}
 	snprintf(what, sizeof(what), "%s/%s", tc->family, tc->name);
-	if (!rt || isa_case_env_init(&env, rt, tc, why, sizeof(why))) {
-		test_fail(__FILE__, __LINE__, "%s: cannot set up the case: %s", what,
-			  rt ? why : "no runtime");
+	if (!rt) {
+		test_fail(__FILE__, __LINE__, "%s: no runtime", what);
+		return;
+	}
+	if (isa_case_env_init(&env, rt, tc, why, sizeof(why))) {
+		case_invalid++;
+		add_note(invalid_notes, &invalid_cnt, what, why);
+		if (!expect_err)
+			test_fail(__FILE__, __LINE__, "%s: cannot set up the case: %s", what, why);
 		gpuext_runtime__free(rt);
 		return;
 	}
+	test_log_clear(&logbuf);
 	if (gpuext_prog__new(rt, tc->name, env.insns, env.insn_cnt, env.maps, env.map_cnt, &prog)) {
-		test_fail(__FILE__, __LINE__, "%s: gpuext_prog__new failed: %s", what, logbuf.buf);
+		snprintf(why, sizeof(why), "gpuext_prog__new: %.400s", logbuf.buf);
+		case_invalid++;
+		add_note(invalid_notes, &invalid_cnt, what, why);
+		if (!expect_err)
+			test_fail(__FILE__, __LINE__, "%s: gpuext_prog__new failed: %s", what,
+				  logbuf.buf);
 	} else {
 		GPUEXT_OPTS(gpuext_verify_opts, vo, .type = GPUEXT_PROG_HOST,
 			    .ctx_size = (uint32_t)env.mem_len);
 		GPUEXT_OPTS(gpuext_verify_result, res);
 
+		case_valid++;
+		case_expect_err += expect_err;
 		test_log_clear(&logbuf);
 		if (gpuext_prog__verify(prog, &vo, &res)) {
 			case_rejected++;
 			if (getenv("GPUEXT_TEST_VERBOSE"))
-				fprintf(stderr, "%s: verifier rejects (%s), not lowered\n", what,
+				fprintf(stderr, "%s: verifier rejects (%s), lowered anyway\n", what,
 					gpuext_rule_name(res.rule));
+		} else if (expect_err) {
+			case_runtime_error++;
 		} else {
-			case_used++;
-			lower_all(prog, what);
+			case_ok++;
 		}
+		if (lower_all(prog, what, &all_lowered))
+			case_all_assembled++;
+		if (all_lowered)
+			case_all_lowered++;
 		gpuext_prog__free(prog);
 	}
 	isa_case_env_fini(&env);
@@ -420,7 +500,10 @@ static void test_isa_corpus(void)
 	for (size_t i = 0; i < corpus.cnt; i++)
 		lower_case(&corpus.cases[i]);
 	isa_corpus_free(&corpus);
-	CHECK(case_used > 300);
+	CHECK(case_ok > 300);
+	CHECK(case_valid > 400);
+	CHECK_EQ_U64(case_total, case_invalid + case_valid);
+	CHECK_EQ_U64(case_valid, case_ok + case_runtime_error + case_rejected);
 }
 
 /* ------------------------------------------------------------------ */
@@ -460,7 +543,7 @@ static void lower_policy(const char *dir, const char *file)
 			snprintf(what, sizeof(what), "%s:%s.%s", file, so->type_name,
 				 so->members[m].member);
 			pol_progs++;
-			lower_all(so->members[m].prog, what);
+			lower_all(so->members[m].prog, what, NULL);
 		}
 	}
 out:
@@ -513,8 +596,18 @@ int main(void)
 	test_isa_corpus();
 	test_policies();
 
-	printf("ISA corpus: %u cases, %u expect an error (skipped), %u rejected by the verifier "
-	       "(skipped), %u lowered\n", case_total, case_error, case_rejected, case_used);
+	printf("ISA corpus: %u cases: %u not a valid program, %u valid programs (%u verified "
+	       "expecting a result, %u verified expecting a runtime error, %u rejected by the "
+	       "verifier; %u of them expect an error); %u lowered and %u assembled in all 4 "
+	       "sm x mode combinations\n",
+	       case_total, case_invalid, case_valid, case_ok, case_runtime_error, case_rejected,
+	       case_expect_err, case_all_lowered, case_all_assembled);
+	printf("not a valid program (%u, not lowered):\n", invalid_cnt);
+	for (unsigned i = 0; i < invalid_cnt && i < MAX_NOTES; i++)
+		printf("  %s: %s\n", invalid_notes[i].what, invalid_notes[i].why);
+	printf("valid programs not lowered or not assembled (%u):\n", exc_cnt);
+	for (unsigned i = 0; i < exc_cnt && i < MAX_NOTES; i++)
+		printf("  %s: %s\n", exc_notes[i].what, exc_notes[i].why);
 	printf("policies: %u objects, %u struct_ops programs\n", pol_objs, pol_progs);
 	printf("%-6s %-10s %8s %10s\n", "sm", "mode", "lowered", "assembled");
 	for (int s = 0; s < 2; s++)
