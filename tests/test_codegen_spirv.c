@@ -10,6 +10,13 @@
  *    interpreter. A case that cannot run (a helper without a device
  *    implementation, an LLVM limit) is counted and listed with its reason;
  *    any disagreement or invalid module fails the test.
+ *    Maps and variables go to the device's data area and back, and must
+ *    match the interpreter's afterwards. In-test cases (spirv_maps) cover
+ *    update/delete/out-of-range lookups and per-CPU arrays.
+ *  - Every valid encoding of the corpus (gpuext_prog__new succeeds), verified
+ *    or not, error-expecting included, lowers to Kernel-flavour SPIR-V that
+ *    spirv-val accepts; unverified ones are never run. Cases that are not
+ *    valid encodings are listed.
  *  - Every struct_ops program of the shipped policies lowers to Kernel-flavour
  *    SPIR-V that validates.
  *
@@ -114,6 +121,7 @@ static bool validate(const void *bin, size_t len, const char *env, char *out, si
 
 struct counts {
 	unsigned cases, skip_error, skip_rejected, setup;
+	unsigned enc_valid, enc_invalid, all_ok, all_bad;	/* every valid encoding, Kernel flavour */
 	unsigned kernel_ok, kernel_bad, kernel_emit_fail;
 	unsigned vk_emitted, vk_valid, vk_invalid, vk_cant, vk_ran, vk_agree, vk_differ;
 };
@@ -122,6 +130,7 @@ struct side {
 	struct gpuext_runtime *rt;
 	struct isa_case_env env;
 	bool env_ok;
+	int prog_err;	/* gpuext_prog__new()'s result once the environment is set up */
 	struct gpuext_prog *prog;
 };
 
@@ -139,8 +148,84 @@ static int side_init(struct side *s, const struct isa_case *tc, char *why, size_
 	if (err)
 		return err;
 	s->env_ok = true;
-	return gpuext_prog__new(s->rt, tc->name, s->env.insns, s->env.insn_cnt, s->env.maps,
-				s->env.map_cnt, &s->prog);
+	s->prog_err = gpuext_prog__new(s->rt, tc->name, s->env.insns, s->env.insn_cnt, s->env.maps,
+				       s->env.map_cnt, &s->prog);
+	if (s->prog_err)
+		snprintf(why, why_len, "gpuext_prog__new: %d", s->prog_err);
+	return s->prog_err;
+}
+
+/* Same keys and values in every array/hash map, same variables, on both sides? */
+static bool maps_equal(const struct side *a, const struct side *b, char *why, size_t why_len)
+{
+	for (size_t m = 0; m < a->env.map_cnt; m++) {
+		struct gpuext_map *ma = a->env.maps[m], *mb = b->env.maps[m];
+		uint32_t type = gpuext_map__type(ma);
+		uint32_t ks = gpuext_map__key_size(ma);
+		size_t vs = (size_t)((gpuext_map__value_size(ma) + 7) & ~7u) *
+			    gpuext_runtime__nr_cpu_slots(a->rt);
+		uint8_t *k = calloc(1, ks), *va = calloc(1, vs), *vb = calloc(1, vs);
+		const void *prev = NULL;
+		bool ok = true;
+
+		if (type == BPF_MAP_TYPE_RINGBUF || !k || !va || !vb) {
+			free(k); free(va); free(vb);
+			continue;
+		}
+		while (ok && gpuext_map__next_key(ma, prev, k) == 0) {
+			int ea = gpuext_map__lookup(ma, k, va), eb = gpuext_map__lookup(mb, k, vb);
+
+			if (ea || eb || memcmp(va, vb, vs)) {
+				snprintf(why, why_len, "map '%s' differs (lookup %d/%d)",
+					 gpuext_map__name(ma), ea, eb);
+				ok = false;
+			}
+			prev = k;
+		}
+		free(k); free(va); free(vb);
+		if (!ok)
+			return false;
+	}
+	for (size_t i = 0; i < a->rt->var_cnt && i < b->rt->var_cnt; i++) {
+		const struct gpuext_var *va = &a->rt->vars[i], *vb = &b->rt->vars[i];
+
+		if (va->size != vb->size || (va->size && memcmp(va->addr, vb->addr, va->size))) {
+			snprintf(why, why_len, "variable %u differs", va->id);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Any valid encoding, verified or not: the Kernel flavour lowers and validates. */
+static void lower_any(const struct isa_case *tc, struct side *a, struct counts *c, bool verified)
+{
+	char why[1024] = "", where[128], name[160], val[2048];
+	GPUEXT_OPTS(gpuext_spirv_emit_opts, eo, .err = why, .err_len = sizeof(why));
+	void *bin = NULL;
+	size_t len = 0;
+	int err;
+
+	snprintf(where, sizeof(where), "tests/isa/%s.isa", tc->family);
+	snprintf(name, sizeof(name), "%s/%s", tc->family, tc->name);
+	c->enc_valid++;
+	err = gpuext_spirv_emit_opts(a->prog, &eo, &bin, &len);
+	test_checks++;
+	if (err) {
+		c->all_bad++;
+		test_fail(where, tc->line, "%s (%s): Kernel-flavour SPIR-V not emitted (%d): %s",
+			  tc->name, verified ? "verified" : "unverified", err, why);
+	} else if (!validate(bin, len, "spv1.4", val, sizeof(val))) {
+		c->all_bad++;
+		test_fail(where, tc->line, "%s (%s): spirv-val rejects the Kernel flavour: %.600s",
+			  tc->name, verified ? "verified" : "unverified", val);
+	} else {
+		c->all_ok++;
+	}
+	if (err || getenv("GPUEXT_TEST_VERBOSE"))
+		printf("  %s %s%s%s\n", err ? "cannot lower" : "lowered", name, err ? ": " : "",
+		       err ? why : "");
+	free(bin);
 }
 
 static void side_fini(struct side *s)
@@ -164,11 +249,20 @@ static void run_case(const struct isa_case *tc, struct gpuext_spirv_vk *vk, stru
 	snprintf(where, sizeof(where), "tests/isa/%s.isa", tc->family);
 	snprintf(name, sizeof(name), "%s/%s", tc->family, tc->name);
 	c->cases++;
+	test_log_clear(&tlog);
 	if (tc->error || tc->error_any) {
+		/* Only lowered and validated: never run. */
 		c->skip_error++;
+		err = side_init(&a, tc, why, sizeof(why));
+		if (!err) {
+			lower_any(tc, &a, c, false);
+		} else {
+			c->enc_invalid++;
+			printf("  not a valid encoding %s: %s\n", name, why);
+		}
+		side_fini(&a);
 		return;
 	}
-	test_log_clear(&tlog);
 	err = side_init(&a, tc, why, sizeof(why));
 	if (!err)
 		err = side_init(&b, tc, why, sizeof(why));
@@ -182,8 +276,10 @@ static void run_case(const struct isa_case *tc, struct gpuext_spirv_vk *vk, stru
 	vo.ctx_size = (uint32_t)a.env.mem_len;
 	if (gpuext_prog__verify(a.prog, &vo, &vr)) {
 		c->skip_rejected++;
+		lower_any(tc, &a, c, false);
 		goto out;
 	}
+	c->enc_valid++;
 
 	/* Kernel flavour: must emit and validate. */
 	{
@@ -194,14 +290,17 @@ static void run_case(const struct isa_case *tc, struct gpuext_spirv_vk *vk, stru
 	test_checks++;
 	if (err) {
 		c->kernel_emit_fail++;
+		c->all_bad++;
 		test_fail(where, tc->line, "%s: Kernel-flavour SPIR-V not emitted (%d): %s",
 			  tc->name, err, why);
 	} else if (!validate(bin, len, "spv1.4", val, sizeof(val))) {
 		c->kernel_bad++;
+		c->all_bad++;
 		test_fail(where, tc->line, "%s: spirv-val rejects the Kernel flavour: %.600s",
 			  tc->name, val);
 	} else {
 		c->kernel_ok++;
+		c->all_ok++;
 	}
 	free(bin);
 	bin = NULL;
@@ -241,11 +340,24 @@ static void run_case(const struct isa_case *tc, struct gpuext_spirv_vk *vk, stru
 		GPUEXT_OPTS(gpuext_run_opts, ro, .ctx = a.env.mem, .ctx_len = a.env.mem_len,
 			    .ctx_writable = true, .insn_limit = 10000000);
 		uint64_t r0_i = 0, r0_v = 0;
+		void *data = NULL;
+		size_t data_len = 0;
 		int ei, ev;
 
 		ei = gpuext_prog__run(a.prog, &ro, &r0_i);
-		ev = gpuext_spirv_vk__run_spv(vk, bin, len, b.env.mem, b.env.mem_len, &r0_v, why,
-					      sizeof(why));
+		/* Maps and variables: copied into the buffer's data area and back. */
+		ev = gpuext_spirv_vk_data_save(b.prog, &data, &data_len);
+		if (ev)
+			snprintf(why, sizeof(why), "cannot read the maps and variables (%d)", ev);
+		else
+			ev = gpuext_spirv_vk__run_spv_data(vk, bin, len, b.env.mem, b.env.mem_len,
+							   data, data_len, &r0_v, why, sizeof(why));
+		if (!ev) {
+			ev = gpuext_spirv_vk_data_load(b.prog, data, data_len);
+			if (ev)
+				snprintf(why, sizeof(why), "cannot write the maps back (%d)", ev);
+		}
+		free(data);
 		test_checks++;
 		if (ev) {
 			c->vk_cant++;
@@ -257,6 +369,10 @@ static void run_case(const struct isa_case *tc, struct gpuext_spirv_vk *vk, stru
 			c->vk_differ++;
 			test_fail(where, tc->line, "%s: the interpreter fails (%d) but the shader ran",
 				  tc->name, ei);
+		} else if (tc->has_result && r0_i != tc->result) {
+			c->vk_differ++;
+			test_fail(where, tc->line, "%s: the interpreter returns 0x%llx, the case says 0x%llx",
+				  tc->name, (unsigned long long)r0_i, (unsigned long long)tc->result);
 		} else if (r0_i != r0_v) {
 			c->vk_differ++;
 			test_fail(where, tc->line, "%s: r0: interpreter 0x%llx, Vulkan 0x%llx",
@@ -265,6 +381,9 @@ static void run_case(const struct isa_case *tc, struct gpuext_spirv_vk *vk, stru
 			   (a.env.mem_len && memcmp(a.env.mem, b.env.mem, a.env.mem_len))) {
 			c->vk_differ++;
 			test_fail(where, tc->line, "%s: memory differs after the run", tc->name);
+		} else if (!maps_equal(&a, &b, why, sizeof(why))) {
+			c->vk_differ++;
+			test_fail(where, tc->line, "%s: %s after the run", tc->name, why);
 		} else {
 			c->vk_agree++;
 		}
@@ -350,6 +469,158 @@ static void bad_input(struct gpuext_spirv_vk *vk)
 	CHECK(why[0] != '\0');
 }
 
+/*
+ * Device maps beyond what the ISA corpus covers: update (in range, out of
+ * range, bad flags, BPF_NOEXIST), delete, lookup out of range, a per-CPU
+ * array (one slot), two maps told apart by the helpers, a variable written.
+ * Run like corpus cases: same r0, memory, maps and variables as the
+ * interpreter.
+ */
+static const char extra_cases[] =
+	"case update_then_read\n"
+	"map m array key=4 value=12 entries=3\n"
+	"asm\n"
+	"\t*(u32 *)(r10 - 0x4) = 0x2\n"
+	"\t*(u64 *)(r10 - 0x10) = 0x11223344\n"
+	"\t*(u32 *)(r10 - 0x8) = 0x66\n"
+	"\tr1 = map[m] ll\n"
+	"\tr2 = r10\n"
+	"\tr2 += -0x4\n"
+	"\tr3 = r10\n"
+	"\tr3 += -0x10\n"
+	"\tr4 = 0x0\n"
+	"\tcall bpf_map_update_elem\n"
+	"\tr6 = r0\n"
+	"\tr1 = map[m] ll\n"
+	"\tr2 = r10\n"
+	"\tr2 += -0x4\n"
+	"\tcall bpf_map_lookup_elem\n"
+	"\tif r0 == 0x0 goto fail\n"
+	"\tr7 = *(u32 *)(r0 + 0x8)\n"
+	"\tr0 = *(u64 *)(r0 + 0x0)\n"
+	"\tr0 += r6\n"
+	"\tr0 += r7\n"
+	"\texit\n"
+	"fail:\n"
+	"\tr0 = 0x1\n"
+	"\texit\n"
+	"end\n"
+	"result 0x112233aa\n"
+	"\n"
+	"case update_errors\n"
+	"map m array key=4 value=8 entries=2\n"
+	"asm\n"
+	"\tr6 = 0x0\n"
+	"\t*(u32 *)(r10 - 0x4) = 0x2\n"
+	"\t*(u64 *)(r10 - 0x10) = 0x7\n"
+	"\t*(u32 *)(r10 - 0x4) = 0x2\n"
+	"\tr1 = map[m] ll\n"
+	"\tr2 = r10\n"
+	"\tr2 += -0x4\n"
+	"\tr3 = r10\n"
+	"\tr3 += -0x10\n"
+	"\tr4 = 0x0\n"
+	"\tcall bpf_map_update_elem\n"
+	"\tr7 = 0x0\n"
+	"\tr7 -= r0\n"
+	"\tr6 <<= 0x8\n"
+	"\tr6 += r7\n"
+	"\t*(u32 *)(r10 - 0x4) = 0x1\n"
+	"\tr1 = map[m] ll\n"
+	"\tr2 = r10\n"
+	"\tr2 += -0x4\n"
+	"\tr3 = r10\n"
+	"\tr3 += -0x10\n"
+	"\tr4 = 0x1\n"
+	"\tcall bpf_map_update_elem\n"
+	"\tr7 = 0x0\n"
+	"\tr7 -= r0\n"
+	"\tr6 <<= 0x8\n"
+	"\tr6 += r7\n"
+	"\t*(u32 *)(r10 - 0x4) = 0x1\n"
+	"\tr1 = map[m] ll\n"
+	"\tr2 = r10\n"
+	"\tr2 += -0x4\n"
+	"\tr3 = r10\n"
+	"\tr3 += -0x10\n"
+	"\tr4 = 0x5\n"
+	"\tcall bpf_map_update_elem\n"
+	"\tr7 = 0x0\n"
+	"\tr7 -= r0\n"
+	"\tr6 <<= 0x8\n"
+	"\tr6 += r7\n"
+	"\t*(u32 *)(r10 - 0x4) = 0x1\n"
+	"\tr1 = map[m] ll\n"
+	"\tr2 = r10\n"
+	"\tr2 += -0x4\n"
+	"\tr3 = r10\n"
+	"\tr3 += -0x10\n"
+	"\tr4 = 0x2\n"
+	"\tcall bpf_map_update_elem\n"
+	"\tr7 = 0x0\n"
+	"\tr7 -= r0\n"
+	"\tr6 <<= 0x8\n"
+	"\tr6 += r7\n"
+	"\tr1 = map[m] ll\n"
+	"\tr2 = r10\n"
+	"\tr2 += -0x4\n"
+	"\tcall bpf_map_delete_elem\n"
+	"\tr7 = 0x0\n"
+	"\tr7 -= r0\n"
+	"\tr6 <<= 0x8\n"
+	"\tr6 += r7\n"
+	"\tr0 = r6\n"
+	"\texit\n"
+	"end\n"
+	"result 0x711160016\n"
+	"\n"
+	"case lookup_out_of_range_second_map\n"
+	"map m array key=4 value=8 entries=1\n"
+	"map n percpu_array key=4 value=4 entries=4\n"
+	"update m 00000000 0100000000000000\n"
+	"asm\n"
+	"\t*(u32 *)(r10 - 0x4) = 0x3\n"
+	"\tr1 = map[n] ll\n"
+	"\tr2 = r10\n"
+	"\tr2 += -0x4\n"
+	"\tcall bpf_map_lookup_elem\n"
+	"\tif r0 == 0x0 goto fail\n"
+	"\t*(u32 *)(r0 + 0x0) = 0x55\n"
+	"\t*(u32 *)(r10 - 0x4) = 0x4\n"
+	"\tr1 = map[n] ll\n"
+	"\tr2 = r10\n"
+	"\tr2 += -0x4\n"
+	"\tcall bpf_map_lookup_elem\n"
+	"\tif r0 != 0x0 goto fail\n"
+	"\t*(u32 *)(r10 - 0x4) = 0x1\n"
+	"\tr1 = map[m] ll\n"
+	"\tr2 = r10\n"
+	"\tr2 += -0x4\n"
+	"\tcall bpf_map_lookup_elem\n"
+	"\tif r0 != 0x0 goto fail\n"
+	"\tr0 = 0x1\n"
+	"\texit\n"
+	"fail:\n"
+	"\tr0 = 0x2\n"
+	"\texit\n"
+	"end\n"
+	"result 0x1\n"
+	"\n"
+	"case var_and_map_written\n"
+	"map m array key=4 value=16 entries=1\n"
+	"var 7 8 0102030405060708\n"
+	"var 9 4\n"
+	"asm\n"
+	"\tr1 = var[0x9] ll\n"
+	"\t*(u32 *)(r1 + 0x0) = 0x77\n"
+	"\tr1 = map_value[m]+0x4 ll\n"
+	"\t*(u32 *)(r1 + 0x8) = 0x88\n"
+	"\tr1 = var[0x7] ll\n"
+	"\tr0 = *(u64 *)(r1 + 0x0)\n"
+	"\texit\n"
+	"end\n"
+	"result 0x807060504030201\n";
+
 int main(void)
 {
 	struct isa_corpus corpus = { 0 };
@@ -390,11 +661,33 @@ int main(void)
 	for (size_t i = 0; !r && i < corpus.cnt; i++)
 		run_case(&corpus.cases[i], vk, &c);
 	isa_corpus_free(&corpus);
+	{
+		struct isa_corpus extra = { 0 };
+		struct counts ce = { 0 };
+
+		r = isa_corpus_parse(&extra, extra_cases, "spirv_maps", err, sizeof(err));
+		if (r)
+			printf("in-test cases do not parse: %s\n", err);
+		CHECK_EQ_INT(r, 0);
+		for (size_t i = 0; i < extra.cnt; i++)
+			run_case(&extra.cases[i], vk, &ce);
+		printf("device maps (in-test cases): %u cases, %u rejected by the verifier, %u ran, "
+		       "%u agree, %u differ, %u can't run\n", ce.cases, ce.skip_rejected, ce.vk_ran,
+		       ce.vk_agree, ce.vk_differ, ce.vk_cant);
+		if (ce.skip_rejected)
+			printf("%s\n", tlog.buf);
+		CHECK(ce.cases == 4 && ce.kernel_ok == ce.cases);
+		CHECK(!vk || ce.vk_agree == ce.cases);
+		isa_corpus_free(&extra);
+	}
 
 	printf("\nISA corpus: %u cases; %u expect an error, %u rejected by the verifier\n", c.cases,
 	       c.skip_error, c.skip_rejected);
-	printf("  Kernel flavour: %u valid, %u rejected by spirv-val, %u not emitted\n", c.kernel_ok,
-	       c.kernel_bad, c.kernel_emit_fail);
+	printf("  Kernel flavour, verified cases: %u valid, %u rejected by spirv-val, %u not emitted\n",
+	       c.kernel_ok, c.kernel_bad, c.kernel_emit_fail);
+	printf("  Kernel flavour, every valid encoding (verified or not, error-expecting included): "
+	       "%u programs, %u lowered and valid, %u not; %u cases are not valid encodings\n",
+	       c.enc_valid, c.all_ok, c.all_bad, c.enc_invalid);
 	printf("  Vulkan flavour: %u emitted, %u valid, %u invalid; %u ran, %u agree, %u differ; "
 	       "%u can't run\n",
 	       c.vk_emitted, c.vk_valid, c.vk_invalid, c.vk_ran, c.vk_agree, c.vk_differ, c.vk_cant);

@@ -12,7 +12,8 @@
  *  - Vulkan (GPUEXT_CG_SPIRV_VULKAN): Shader, SPIR-V 1.6, Vulkan 1.3 with
  *    buffer device address: addressing model PhysicalStorageBuffer64. Every
  *    eBPF pointer is a 64-bit device address: the input memory, the result
- *    slot and the eBPF stacks all live in one buffer the runner allocates,
+ *    slot, the eBPF stacks and the device maps and variables (array and
+ *    per-CPU array maps, ld_imm64 src=3) all live in one buffer the runner allocates,
  *    so pointer <-> integer conversions and pointer arithmetic across the
  *    stack and the input memory keep eBPF's flat-memory semantics. The
  *    compute entry point "main" (local size 1x1x1) reads a 32-byte push
@@ -39,6 +40,35 @@
  * take at most this many bytes, placed by the runner after the memory.
  */
 #define GPUEXT_SPIRV_VK_STACK_MAX (64u * 1024u)
+
+/*
+ * Vulkan flavour: the data area, right after the stacks (stack +
+ * GPUEXT_SPIRV_VK_STACK_MAX, so 8-aligned), holds the program's device maps
+ * and the runtime's variables, each 8-aligned, in order: every array and
+ * per-CPU array map of gpuext_prog__map() (max_entries values of
+ * value_size rounded up to 8 bytes, key order; per-CPU arrays keep one slot,
+ * CPU 0: one invocation), then every registered variable (ld_imm64 src=3)
+ * in registration order. Other map types take no room. The emitter bakes
+ * these offsets into the module; the runner copies the area in before the
+ * dispatch and back after.
+ */
+struct gpuext_spirv_vk_slot {
+	uint64_t off;		/* from the start of the data area */
+	uint64_t size;		/* 0: not on the device */
+	uint32_t stride, entries, value_size;
+};
+
+/*
+ * Fills @maps[i] for each map of @prog (NULL: skipped) and @vars[j] for each
+ * variable of its runtime (NULL: skipped); *@size is the area's size.
+ */
+int gpuext_spirv_vk_data_layout(struct gpuext_prog *prog, struct gpuext_spirv_vk_slot *maps,
+				size_t map_cap, struct gpuext_spirv_vk_slot *vars, size_t var_cap,
+				uint64_t *size);
+/* The maps' and variables' current contents as a data area (malloc'd). */
+int gpuext_spirv_vk_data_save(struct gpuext_prog *prog, void **blob, size_t *len);
+/* Writes a data area back into the maps and variables. */
+int gpuext_spirv_vk_data_load(struct gpuext_prog *prog, const void *blob, size_t len);
 
 /* The Vulkan flavour's push constant block (all device addresses). */
 struct gpuext_spirv_vk_args {
@@ -111,6 +141,10 @@ const char *gpuext_spirv_vk__device_name(const struct gpuext_spirv_vk *vk);
  */
 int gpuext_spirv_vk__run_spv(struct gpuext_spirv_vk *vk, const void *spv, size_t spv_len,
 			     void *mem, size_t mem_len, uint64_t *r0, char *err, size_t err_len);
+/* The same with a data area (@data, @data_len: copied in and back; may be NULL/0). */
+int gpuext_spirv_vk__run_spv_data(struct gpuext_spirv_vk *vk, const void *spv, size_t spv_len,
+				  void *mem, size_t mem_len, void *data, size_t data_len,
+				  uint64_t *r0, char *err, size_t err_len);
 
 /*
  * Emits @prog (Vulkan flavour) and runs it on @vk like gpuext_prog__run()

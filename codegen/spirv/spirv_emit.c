@@ -51,6 +51,7 @@ struct emit_state {
 	struct strbuf inexact;
 	struct strbuf err;
 	uint64_t stack_bytes;	/* Vulkan: stack slots handed out */
+	LLVMValueRef stack_base;	/* Vulkan: i64 private global, the stack area's address */
 };
 
 void sb_addf(struct strbuf *sb, const char *fmt, ...)
@@ -579,9 +580,163 @@ static void define_stub(struct emit_state *st, LLVMValueRef f, LLVMValueRef ret)
 	LLVMDisposeBuilder(b);
 }
 
+/*
+ * Vulkan flavour: maps and variables live in the buffer's data area
+ * (spirv.h, gpuext_spirv_vk_data_layout()), at stack base +
+ * GPUEXT_SPIRV_VK_STACK_MAX + their offset. A map's handle (what
+ * ld_imm64 src=1/5 puts in a register) is the address of its first value;
+ * the helpers below tell maps apart by it.
+ */
+struct vk_data {
+	struct gpuext_spirv_vk_slot *maps, *vars;
+	size_t map_cnt, var_cnt;
+	bool all_maps_placed;
+};
+
+static LLVMValueRef vk_data_addr(struct emit_state *st, LLVMBuilderRef b, uint64_t off)
+{
+	LLVMTypeRef i64 = LLVMInt64TypeInContext(st->ctx);
+	LLVMValueRef base = LLVMBuildLoad2(b, i64, st->stack_base, "stack.base");
+
+	return LLVMBuildAdd(b, base, LLVMConstInt(i64, GPUEXT_SPIRV_VK_STACK_MAX + off, 0), "");
+}
+
+static LLVMBasicBlockRef vk_block(struct emit_state *st, LLVMValueRef f, const char *name)
+{
+	return LLVMAppendBasicBlockInContext(st->ctx, f, name);
+}
+
+/*
+ * The helpers below are straight-line code (selects, at most one loop): a
+ * Vulkan module needs structured control flow, and a chain of early returns,
+ * once inlined, is not always structurizable by LLVM's SPIR-V backend
+ * ("exits the selection ... but not via a structured exit").
+ */
+
+/* ptr f(i32 sel[, i32 off]): @sel picks a data-area address (+ off). */
+static void define_vk_select(struct emit_state *st, LLVMValueRef f, size_t n, const uint32_t *keys,
+			     const uint64_t *offs, bool add_off)
+{
+	LLVMBuilderRef b = LLVMCreateBuilderInContext(st->ctx);
+	LLVMTypeRef i64 = LLVMInt64TypeInContext(st->ctx), i32 = LLVMInt32TypeInContext(st->ctx);
+	LLVMTypeRef rt = LLVMGetReturnType(LLVMGlobalGetValueType(f));
+	LLVMValueRef off = LLVMConstInt(i64, 0, 0), base, sel = LLVMGetParam(f, 0);
+
+	LLVMPositionBuilderAtEnd(b, vk_block(st, f, "entry"));
+	if (add_off)
+		off = LLVMBuildZExt(b, LLVMGetParam(f, 1), i64, "");
+	/* An unknown @sel (the lifter checked it: never) gets the area's start, not null. */
+	for (size_t i = 0; i < n; i++)
+		off = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, sel, LLVMConstInt(i32, keys[i], 0), ""),
+				      LLVMBuildAdd(b, off, LLVMConstInt(i64, offs[i], 0), ""), off, "");
+	base = vk_data_addr(st, b, 0);
+	LLVMBuildRet(b, LLVMBuildIntToPtr(b, LLVMBuildAdd(b, base, off, ""), rt, ""));
+	LLVMSetLinkage(f, LLVMInternalLinkage);
+	LLVMDisposeBuilder(b);
+}
+
+/*
+ * i64 helper(map, key, value, flags, _): lookup (1), update (2), delete (3)
+ * on the array maps of the data area. Lookup: the value's address, 0 for a
+ * key out of range; update: the host's checks in its order (-EINVAL for
+ * flags > BPF_EXIST, -EEXIST for BPF_NOEXIST, -E2BIG out of range), then a
+ * byte copy; delete: -EINVAL (array entries cannot be deleted).
+ */
+static void define_vk_map_helper(struct emit_state *st, LLVMValueRef f, unsigned id,
+				 const struct vk_data *d)
+{
+	LLVMContextRef c = st->ctx;
+	LLVMBuilderRef b = LLVMCreateBuilderInContext(c);
+	LLVMTypeRef i64 = LLVMInt64TypeInContext(c), i32 = LLVMInt32TypeInContext(c);
+	LLVMTypeRef i8 = LLVMInt8TypeInContext(c);
+	LLVMTypeRef p1 = LLVMPointerTypeInContext(c, AS_CROSS_WORKGROUP);
+	LLVMValueRef m = LLVMGetParam(f, 0), k = LLVMGetParam(f, 1), v = LLVMGetParam(f, 2);
+	LLVMValueRef flags = LLVMGetParam(f, 3), key, k64, elem, vs, found, rc;
+	LLVMBasicBlockRef entry = vk_block(st, f, "entry");
+
+#define K64(x) LLVMConstInt(i64, (uint64_t)(int64_t)(x), 1)
+	LLVMPositionBuilderAtEnd(b, entry);
+	if (id == 3) {
+		LLVMBuildRet(b, K64(-22));
+		goto done;
+	}
+	key = LLVMBuildLoad2(b, i32, LLVMBuildIntToPtr(b, k, p1, ""), "key");
+	LLVMSetAlignment(key, 1);
+	k64 = LLVMBuildZExt(b, key, i64, "");
+	elem = K64(0);
+	vs = K64(0);
+	found = LLVMConstInt(LLVMInt1TypeInContext(c), 0, 0);
+	for (size_t i = 0; i < d->map_cnt; i++) {
+		const struct gpuext_spirv_vk_slot *s = &d->maps[i];
+		LLVMValueRef base, hit, e;
+
+		if (!s->size)
+			continue;
+		base = vk_data_addr(st, b, s->off);
+		hit = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, m, base, ""),
+				   LLVMBuildICmp(b, LLVMIntULT, k64, K64(s->entries), ""), "");
+		e = LLVMBuildAdd(b, base, LLVMBuildMul(b, k64, K64(s->stride), ""), "");
+		elem = LLVMBuildSelect(b, hit, e, elem, "");
+		vs = LLVMBuildSelect(b, hit, K64(s->value_size), vs, "");
+		found = LLVMBuildOr(b, found, hit, "");
+	}
+	if (id == 1) {
+		LLVMBuildRet(b, elem);
+		goto done;
+	}
+	rc = LLVMBuildSelect(b, found, K64(0), K64(-7), "");
+	rc = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, flags, K64(1), ""), K64(-17), rc, "");
+	rc = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGT, flags, K64(2), ""), K64(-22), rc, "");
+	vs = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, rc, K64(0), ""), vs, K64(0), "");
+	{
+		/* Volatile bytes: no memcpy for the backend to select. */
+		LLVMBasicBlockRef loop = vk_block(st, f, "copy"), end = vk_block(st, f, "done");
+		LLVMValueRef phi, nx, ld, stv;
+
+		LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntNE, vs, K64(0), ""), loop, end);
+		LLVMPositionBuilderAtEnd(b, loop);
+		phi = LLVMBuildPhi(b, i64, "i");
+		ld = LLVMBuildLoad2(b, i8, LLVMBuildIntToPtr(b, LLVMBuildAdd(b, v, phi, ""), p1, ""), "");
+		LLVMSetVolatile(ld, 1);
+		stv = LLVMBuildStore(b, ld, LLVMBuildIntToPtr(b, LLVMBuildAdd(b, elem, phi, ""), p1, ""));
+		LLVMSetVolatile(stv, 1);
+		nx = LLVMBuildAdd(b, phi, K64(1), "");
+		LLVMAddIncoming(phi, (LLVMValueRef[]){ K64(0), nx },
+				(LLVMBasicBlockRef[]){ entry, loop }, 2);
+		LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, nx, vs, ""), loop, end);
+		LLVMPositionBuilderAtEnd(b, end);
+		LLVMBuildRet(b, rc);
+	}
+done:
+#undef K64
+	LLVMSetLinkage(f, LLVMInternalLinkage);
+	LLVMDisposeBuilder(b);
+}
+
 static void define_runtime(struct emit_state *st)
 {
 	struct gpuext_runtime *rt = gpuext_prog__runtime(st->prog);
+	struct vk_data d = { 0 };
+
+	if (st->vulkan) {
+		uint64_t size = 0;
+
+		d.map_cnt = gpuext_prog__map_cnt(st->prog);
+		d.var_cnt = rt->var_cnt;
+		d.maps = calloc(d.map_cnt + 1, sizeof(*d.maps));
+		d.vars = calloc(d.var_cnt + 1, sizeof(*d.vars));
+		if (!d.maps || !d.vars ||
+		    gpuext_spirv_vk_data_layout(st->prog, d.maps, d.map_cnt, d.vars, d.var_cnt, &size)) {
+			free(d.maps);
+			free(d.vars);
+			d = (struct vk_data){ 0 };
+			sb_add_once(&st->inexact, "no room for the device maps");
+		}
+		d.all_maps_placed = true;
+		for (size_t i = 0; i < d.map_cnt; i++)
+			if (!d.maps[i].size)
+				d.all_maps_placed = false;
+	}
 
 	for (LLVMValueRef f = LLVMGetFirstFunction(st->mod); f; f = LLVMGetNextFunction(f)) {
 		size_t nl;
@@ -600,20 +755,66 @@ static void define_runtime(struct emit_state *st)
 				define_stub(st, f, NULL);
 				continue;
 			}
+			if (st->vulkan && d.maps && d.all_maps_placed &&
+			    (id == BPF_FUNC_map_lookup_elem || id == BPF_FUNC_map_update_elem ||
+			     id == BPF_FUNC_map_delete_elem)) {
+				define_vk_map_helper(st, f, id, &d);
+				continue;
+			}
 			snprintf(what, sizeof(what), "helper %s (#%u) has no device implementation",
 				 p && p->name ? p->name : "?", id);
 		} else if (!strncmp(name, "gpuext_rt_kfunc_", 16)) {
 			snprintf(what, sizeof(what), "kfunc %s has no device implementation", name + 16);
 		} else if (!strcmp(name, "gpuext_rt_map") || !strcmp(name, "gpuext_rt_map_value")) {
-			snprintf(what, sizeof(what), "map references need device maps (not yet)");
+			if (st->vulkan && d.maps && d.all_maps_placed) {
+				uint32_t *keys = calloc(d.map_cnt + 1, sizeof(*keys));
+				uint64_t *offs = calloc(d.map_cnt + 1, sizeof(*offs));
+
+				if (keys && offs) {
+					for (size_t i = 0; i < d.map_cnt; i++) {
+						keys[i] = (uint32_t)i;
+						offs[i] = d.maps[i].off;
+					}
+					define_vk_select(st, f, d.map_cnt, keys, offs,
+							 !strcmp(name, "gpuext_rt_map_value"));
+					free(keys);
+					free(offs);
+					continue;
+				}
+				free(keys);
+				free(offs);
+			}
+			snprintf(what, sizeof(what), st->vulkan
+				 ? "a map of a type other than array / per-CPU array (not on the device)"
+				 : "map references need device maps (Vulkan flavour only)");
 		} else if (!strcmp(name, "gpuext_rt_var")) {
-			snprintf(what, sizeof(what), "variables (ld_imm64 src=3) need device memory (not yet)");
+			if (st->vulkan && d.vars) {
+				uint32_t *keys = calloc(d.var_cnt + 1, sizeof(*keys));
+				uint64_t *offs = calloc(d.var_cnt + 1, sizeof(*offs));
+
+				if (keys && offs) {
+					for (size_t i = 0; i < d.var_cnt; i++) {
+						keys[i] = rt->vars[i].id;
+						offs[i] = d.vars[i].off;
+					}
+					define_vk_select(st, f, d.var_cnt, keys, offs, false);
+					free(keys);
+					free(offs);
+					continue;
+				}
+				free(keys);
+				free(offs);
+			}
+			snprintf(what, sizeof(what), "variables (ld_imm64 src=3) need device memory "
+				 "(Vulkan flavour only)");
 		} else {
 			snprintf(what, sizeof(what), "%s is not part of the device runtime", name);
 		}
 		sb_add_once(&st->inexact, what);
 		define_stub(st, f, NULL);
 	}
+	free(d.maps);
+	free(d.vars);
 }
 
 /* ------------------------------------------------------------------ */
@@ -798,6 +999,13 @@ static int emit_in_process(struct emit_state *st, void **bin, size_t *len)
 		err = -EINVAL;
 		goto out;
 	}
+	if (st->vulkan) {
+		/* External until the entry that stores it is linked in: O2 must not fold it. */
+		stack_base = LLVMAddGlobalInAddressSpace(st->mod, LLVMInt64TypeInContext(st->ctx),
+							 "gpuext_vk_stack_base", AS_PRIVATE);
+		LLVMSetInitializer(stack_base, LLVMConstInt(LLVMInt64TypeInContext(st->ctx), 0, 0));
+		st->stack_base = stack_base;
+	}
 	define_runtime(st);
 	if (st->vulkan && st->inexact.len) {
 		/*
@@ -813,10 +1021,6 @@ static int emit_in_process(struct emit_state *st, void **bin, size_t *len)
 	LLVMSetDataLayout(st->mod, dl);
 	LLVMDisposeMessage(dl);
 	if (st->vulkan) {
-		/* External until the entry that stores it is linked in: O2 must not fold it. */
-		stack_base = LLVMAddGlobalInAddressSpace(st->mod, LLVMInt64TypeInContext(st->ctx),
-							 "gpuext_vk_stack_base", AS_PRIVATE);
-		LLVMSetInitializer(stack_base, LLVMConstInt(LLVMInt64TypeInContext(st->ctx), 0, 0));
 		err = place_stacks(st, stack_base);
 		if (!err && !getenv("GPUEXT_SPIRV_O0"))
 			err = optimize(st, "default<O2>");

@@ -326,8 +326,17 @@ static int find_memory(const struct gpuext_spirv_vk *vk, uint32_t type_bits)
 int gpuext_spirv_vk__run_spv(struct gpuext_spirv_vk *vk, const void *spv, size_t spv_len,
 			     void *mem, size_t mem_len, uint64_t *r0, char *errbuf, size_t err_len)
 {
+	return gpuext_spirv_vk__run_spv_data(vk, spv, spv_len, mem, mem_len, NULL, 0, r0, errbuf,
+					     err_len);
+}
+
+int gpuext_spirv_vk__run_spv_data(struct gpuext_spirv_vk *vk, const void *spv, size_t spv_len,
+				  void *mem, size_t mem_len, void *data, size_t data_len,
+				  uint64_t *r0, char *errbuf, size_t err_len)
+{
 	size_t mem_al = (mem_len + 63) & ~(size_t)63;
-	VkDeviceSize size = HDR_BYTES + mem_al + GPUEXT_SPIRV_VK_STACK_MAX;
+	size_t data_off = HDR_BYTES + mem_al + GPUEXT_SPIRV_VK_STACK_MAX;
+	VkDeviceSize size = data_off + ((data_len + 63) & ~(size_t)63);
 	VkBufferCreateInfo bci = {
 		.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
 		.size = size,
@@ -377,6 +386,8 @@ int gpuext_spirv_vk__run_spv(struct gpuext_spirv_vk *vk, const void *spv, size_t
 	memset(map, 0, size);
 	if (mem_len)
 		memcpy(map + HDR_BYTES, mem, mem_len);
+	if (data_len)
+		memcpy(map + data_off, data, data_len);
 
 	if (vk->vkCreateShaderModule(vk->dev, &smci, NULL, &sm) != VK_SUCCESS) {
 		snprintf(errbuf, err_len, "%s refused the shader module", vk->name);
@@ -453,6 +464,8 @@ int gpuext_spirv_vk__run_spv(struct gpuext_spirv_vk *vk, const void *spv, size_t
 	memcpy(r0, map, sizeof(*r0));
 	if (mem_len)
 		memcpy(mem, map + HDR_BYTES, mem_len);
+	if (data_len)
+		memcpy(data, map + data_off, data_len);
 out:
 	if (pipe)
 		vk->vkDestroyPipeline(vk->dev, pipe, NULL);
@@ -487,7 +500,21 @@ int gpuext_spirv_vk__run_prog(struct gpuext_spirv_vk *vk, struct gpuext_prog *pr
 		free(bin);
 		return -ENOTSUP;
 	}
-	r = gpuext_spirv_vk__run_spv(vk, bin, len, mem, mem_len, r0, err, err_len);
+	{
+		void *data = NULL;
+		size_t data_len = 0;
+
+		r = gpuext_spirv_vk_data_save(prog, &data, &data_len);
+		if (r) {
+			snprintf(err, err_len, "cannot read the maps and variables (%d)", r);
+		} else {
+			r = gpuext_spirv_vk__run_spv_data(vk, bin, len, mem, mem_len, data, data_len,
+							  r0, err, err_len);
+			if (!r)
+				r = gpuext_spirv_vk_data_load(prog, data, data_len);
+		}
+		free(data);
+	}
 	free(bin);
 	return r;
 }

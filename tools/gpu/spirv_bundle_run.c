@@ -11,8 +11,11 @@
  * under DIR/spv/, the input memory, and r0 and the memory after the run as
  * the reference interpreter computed them) and the dispatch ABI ("abi" line,
  * codegen/spirv/spirv_vk.c): one host-visible buffer [r0 | header | memory |
- * stacks] reached through buffer device addresses passed as push constants,
- * one workgroup of one invocation.
+ * stacks | data] reached through buffer device addresses passed as push
+ * constants, one workgroup of one invocation. The data area (device maps and
+ * variables, "data=after_stack" in the abi line) starts right after the
+ * stacks; a case's "data" record fills it, "expect_data" is what the
+ * interpreter left in the maps and variables.
  *
  *   spirv_bundle_run BUNDLE_DIR [--device SUBSTR] [--case SUBSTR] [--timeout-ms N] [-v]
  *
@@ -751,6 +754,7 @@ enum { PUSH_MEM, PUSH_MEM_LEN, PUSH_STACK, PUSH_R0_OUT, PUSH_MAX = 8 };
 struct abi {
 	char entry[64];
 	uint32_t header, mem_align, stack, stack_align;
+	bool data_after_stack;	/* "data=after_stack": maps/variables right after the stacks */
 	int push[PUSH_MAX];
 	unsigned push_cnt;
 };
@@ -759,6 +763,8 @@ struct tcase {
 	char *family, *name, *spv, *skip_kind, *skip_why;
 	uint8_t *input, *want_mem;
 	size_t mem_len;
+	uint8_t *data, *want_data;	/* the data area (maps, variables) before and after */
+	size_t data_len;
 	uint64_t want_r0;
 	bool has_r0;
 };
@@ -873,6 +879,11 @@ static bool parse_abi(char *line, struct abi *a)
 			a->stack = (uint32_t)strtoul(eq, NULL, 0);
 		else if (!strcmp(t, "stack_align"))
 			a->stack_align = (uint32_t)strtoul(eq, NULL, 0);
+		else if (!strcmp(t, "data")) {
+			if (strcmp(eq, "after_stack"))
+				return false;
+			a->data_after_stack = true;
+		}
 		else if (!strcmp(t, "push")) {
 			char *s2 = NULL;
 
@@ -998,8 +1009,16 @@ static long load_bundle(const char *dir, struct abi *abi, struct tcase **out)
 			cur->has_r0 = true;
 		} else if (!strcmp(line, "expect_mem")) {
 			ok = unhex(arg, cur->mem_len, &cur->want_mem);
+		} else if (!strcmp(line, "data")) {
+			char *hex = strchr(arg, ' ');
+
+			cur->data_len = strtoul(arg, NULL, 10);
+			ok = abi->data_after_stack && hex && unhex(hex + 1, cur->data_len, &cur->data);
+		} else if (!strcmp(line, "expect_data")) {
+			ok = unhex(arg, cur->data_len, &cur->want_data);
 		} else if (!strcmp(line, "end")) {
-			ok = cur->spv && cur->has_r0 && (!cur->mem_len || (cur->input && cur->want_mem));
+			ok = cur->spv && cur->has_r0 && (!cur->mem_len || (cur->input && cur->want_mem)) &&
+			     (!cur->data_len || (cur->data && cur->want_data));
 			cur = NULL;
 		} /* other keys: later versions; ignored */
 	}
@@ -1013,6 +1032,7 @@ static long load_bundle(const char *dir, struct abi *abi, struct tcase **out)
 			free(cs[i].family), free(cs[i].name), free(cs[i].spv);
 			free(cs[i].skip_kind), free(cs[i].skip_why);
 			free(cs[i].input), free(cs[i].want_mem);
+			free(cs[i].data), free(cs[i].want_data);
 		}
 		free(cs);
 		return -1;
@@ -1162,7 +1182,7 @@ static bool icontains(const char *hay, const char *needle)
 }
 
 /* Opens the loader, an instance and the device; 0, or 2 (message printed). */
-static int open_device(const char *want, const struct abi *abi, size_t max_mem)
+static int open_device(const char *want, const struct abi *abi, size_t max_mem, size_t max_data)
 {
 	const char *loader = getenv("GPUEXT_VULKAN_LOADER");
 	struct svk_app_info app = {
@@ -1438,7 +1458,7 @@ static int open_device(const char *want, const struct abi *abi, size_t max_mem)
 		}
 	}
 
-	/* One buffer for every run: [r0 | header | memory | stacks], host-visible. */
+	/* One buffer for every run: [r0 | header | memory | stacks | data], host-visible. */
 	{
 		size_t mem_al = (max_mem + abi->mem_align - 1) & ~(size_t)(abi->mem_align - 1);
 		struct svk_buffer_create_info bci = {
@@ -1462,7 +1482,7 @@ static int open_device(const char *want, const struct abi *abi, size_t max_mem)
 		struct svk_memory_props mp;
 		int mt = -1;
 
-		buf_size = abi->header + mem_al + abi->stack;
+		buf_size = abi->header + mem_al + abi->stack + ((max_data + 63) & ~(size_t)63);
 		bci.size = buf_size;
 		r = vk.CreateBuffer(dev, &bci, NULL, &buf);
 		if (r != SVK_SUCCESS) {
@@ -1631,6 +1651,8 @@ static enum run_res run_case(const struct abi *abi, const struct tcase *tc, uint
 		memset(map, 0, buf_size);
 		if (tc->mem_len)
 			memcpy(map + abi->header, tc->input, tc->mem_len);
+		if (tc->data_len)
+			memcpy(map + abi->header + mem_al + abi->stack, tc->data, tc->data_len);
 
 		stage = "vkResetCommandBuffer";
 		r = vk.ResetCommandBuffer(cmd, 0);
@@ -1692,6 +1714,19 @@ static enum run_res run_case(const struct abi *abi, const struct tcase *tc, uint
 		     tc->want_mem[first]);
 		res = RUN_DIFFER;
 	}
+	if (tc->data_len && memcmp(map + abi->header + mem_al + abi->stack, tc->want_data,
+				   tc->data_len)) {
+		const uint8_t *got = map + abi->header + mem_al + abi->stack;
+		size_t first = 0, diff = 0;
+
+		for (size_t i = tc->data_len; i--;)
+			if (got[i] != tc->want_data[i])
+				first = i, diff++;
+		note("  %s/%s: maps/variables differ in %zu of %zu bytes; first at byte %zu: 0x%02x, "
+		     "interpreter 0x%02x", tc->family, tc->name, diff, tc->data_len, first, got[first],
+		     tc->want_data[first]);
+		res = RUN_DIFFER;
+	}
 	if (dbg_len) {
 		const char *what = res == RUN_AGREE ? "agrees; messages" : "messages";
 
@@ -1713,7 +1748,7 @@ int main(int argc, char **argv)
 	struct tcase *cs = NULL;
 	struct abi abi;
 	unsigned tot[7] = { 0 }, failures = 0;
-	size_t max_mem = 0;
+	size_t max_mem = 0, max_data = 0;
 	bool alive = true;
 	double t0;
 	long cnt;
@@ -1751,9 +1786,12 @@ int main(int argc, char **argv)
 	for (long i = 0; i < cnt; i++)
 		if (!cs[i].skip_kind && cs[i].mem_len > max_mem)
 			max_mem = cs[i].mem_len;
+	for (long i = 0; i < cnt; i++)
+		if (!cs[i].skip_kind && cs[i].data_len > max_data)
+			max_data = cs[i].data_len;
 	printf("bundle: %s, %ld entries; abi: entry %s, %u push u64s, header %u, stack %u\n", dir,
 	       cnt, abi.entry, abi.push_cnt, abi.header, abi.stack);
-	rc = open_device(want, &abi, max_mem);
+	rc = open_device(want, &abi, max_mem, max_data);
 	if (rc) {
 		close_device();
 		return rc;
@@ -1802,7 +1840,7 @@ int main(int argc, char **argv)
 	printf("%-10s %6u %8u %9u %6u %6u %7u %7u\n", "total", tot[0], tot[1], tot[2], tot[3],
 	       tot[4], tot[5], tot[6]);
 	printf("skipped = expects an error, or the verifier rejects it; can't-run = no exact Vulkan\n"
-	       "module (maps, variables: see the bundle's \"skip\" lines) or a capability the device\n"
+	       "module (non-array maps, helpers: see the bundle's \"skip\" lines) or a capability the device\n"
 	       "lacks; failed = the driver refused the module/pipeline or the dispatch failed\n");
 	printf("capabilities used:");
 	for (size_t k = 0; k < sizeof(caps) / sizeof(caps[0]); k++)
@@ -1821,6 +1859,7 @@ int main(int argc, char **argv)
 		free(cs[i].family), free(cs[i].name), free(cs[i].spv);
 		free(cs[i].skip_kind), free(cs[i].skip_why);
 		free(cs[i].input), free(cs[i].want_mem);
+		free(cs[i].data), free(cs[i].want_data);
 	}
 	free(cs);
 	free(report);

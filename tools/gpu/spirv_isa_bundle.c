@@ -8,8 +8,8 @@
  * Selection is test_codegen_spirv's: every case of tests/isa/\*.isa that
  * expects success and that the verifier accepts as a host program
  * (ctx_size = the input length). Each is emitted in the Vulkan flavour
- * (codegen/spirv/spirv.h); a case that cannot be emitted exactly (device
- * maps, variables, helpers without a device meaning) is listed as "skip"
+ * (codegen/spirv/spirv.h); a case that cannot be emitted exactly (maps
+ * other than arrays, helpers without a device meaning) is listed as "skip"
  * with the reason. When spirv-val is on PATH (or $GPUEXT_SPIRV_VAL) every
  * module is validated for vulkan1.3 first; an invalid one fails the bundle.
  *
@@ -19,20 +19,25 @@
  *
  *   gpuext-spirv-bundle 1
  *   abi entry=main local=1,1,1 push=mem,mem_len,stack,r0_out header=64 mem_align=64
- *       stack=65536 stack_align=16                       (one line)
+ *       stack=65536 stack_align=16 data=after_stack       (one line)
  *   case FAMILY NAME
  *   spv spv/FAMILY.NAME.spv BYTES
  *   input LEN HEX|-
  *   expect_r0 HEX
  *   expect_mem HEX                                       (when LEN > 0)
+ *   data DLEN HEX                                        (when DLEN > 0)
+ *   expect_data HEX                                      (when DLEN > 0)
  *   end
  *   skip FAMILY NAME KIND REASON...                      (KIND: error | verifier | emit | inexact | interp)
  *
  * The abi line is the dispatch ABI of codegen/spirv/spirv_vk.c: one
  * host-visible buffer [r0 slot | header padding | memory rounded up to
- * mem_align | stack bytes], its device addresses in a push-constant block of
- * u64 fields in the listed order (mem = 0 when LEN = 0), one workgroup of one
- * invocation of the entry point.
+ * mem_align | stack bytes | data area], its device addresses in a push-constant
+ * block of u64 fields in the listed order (mem = 0 when LEN = 0), one
+ * workgroup of one invocation of the entry point. The data area (device maps
+ * and variables, spirv.h: gpuext_spirv_vk_data_layout) starts right after the
+ * stacks; "data" is its content before the run, "expect_data" what the
+ * interpreter left in the maps and variables.
  *
  * Exit status: 0 written, 1 some module failed to emit or validate, 3 bad usage.
  */
@@ -156,8 +161,8 @@ static bool one_case(FILE *man, const char *dir, const struct isa_case *tc)
 	bool env_ok = false, ok = true;
 	char why[1024] = "", inexact[512] = "", rel[512], path[2048], val[2048];
 	uint8_t *input = NULL;
-	void *bin = NULL;
-	size_t len = 0;
+	void *bin = NULL, *data = NULL, *want_data = NULL;
+	size_t len = 0, data_len = 0, want_data_len = 0;
 	uint64_t r0 = 0;
 	int e;
 
@@ -213,6 +218,14 @@ static bool one_case(FILE *man, const char *dir, const struct isa_case *tc)
 		goto out;
 	}
 	memcpy(input, env.mem, env.mem_len);
+	/* Maps and variables before the run (the data area the runner fills in). */
+	e = gpuext_spirv_vk_data_save(prog, &data, &data_len);
+	if (e) {
+		f->cant++;
+		fprintf(man, "skip %s %s interp cannot read the maps and variables (%d)\n",
+			tc->family, tc->name, e);
+		goto out;
+	}
 	{
 		GPUEXT_OPTS(gpuext_run_opts, ro, .ctx = env.mem_len ? env.mem : NULL,
 			    .ctx_len = env.mem_len, .ctx_writable = true, .insn_limit = 10000000);
@@ -223,6 +236,13 @@ static bool one_case(FILE *man, const char *dir, const struct isa_case *tc)
 		f->cant++;
 		fprintf(man, "skip %s %s interp the interpreter fails (%d)\n", tc->family, tc->name,
 			e);
+		goto out;
+	}
+	e = gpuext_spirv_vk_data_save(prog, &want_data, &want_data_len);
+	if (e || want_data_len != data_len) {
+		f->cant++;
+		fprintf(man, "skip %s %s interp cannot read the maps and variables (%d)\n",
+			tc->family, tc->name, e);
 		goto out;
 	}
 	snprintf(rel, sizeof(rel), "spv/%s.%s.spv", tc->family, tc->name);
@@ -253,10 +273,19 @@ static bool one_case(FILE *man, const char *dir, const struct isa_case *tc)
 		hex_out(man, env.mem, env.mem_len);
 		fputc('\n', man);
 	}
+	if (data_len) {
+		fprintf(man, "data %zu ", data_len);
+		hex_out(man, data, data_len);
+		fputs("\nexpect_data ", man);
+		hex_out(man, want_data, want_data_len);
+		fputc('\n', man);
+	}
 	fputs("end\n", man);
 	f->written++;
 out:
 	free(input);
+	free(data);
+	free(want_data);
 	free(bin);
 	gpuext_prog__free(prog);
 	if (env_ok)
@@ -310,7 +339,7 @@ int main(int argc, char **argv)
 	fprintf(man, "gpuext-spirv-bundle 1\n# written by spirv_isa_bundle; run with "
 		"tools/gpu/spirv_bundle_run (docs/spirv.md)\n");
 	fprintf(man, "abi entry=%s local=1,1,1 push=mem,mem_len,stack,r0_out header=%u "
-		"mem_align=%u stack=%u stack_align=16\n", GPUEXT_SPIRV_VK_ENTRY_NAME, VK_HEADER,
+		"mem_align=%u stack=%u stack_align=16 data=after_stack\n", GPUEXT_SPIRV_VK_ENTRY_NAME, VK_HEADER,
 		VK_MEM_ALIGN, GPUEXT_SPIRV_VK_STACK_MAX);
 	_Static_assert(sizeof(struct gpuext_spirv_vk_args) == 32, "push block is 4 u64");
 	printf("corpus: %zu cases from %s; spirv-val: %s\n", corpus.cnt, isa_dir,
@@ -337,7 +366,7 @@ int main(int argc, char **argv)
 	}
 	printf("%-10s %6u %8u %9u %8u %7u\n", "total", tot[0], tot[1], tot[2], tot[3], tot[4]);
 	printf("skipped = expects an error, or the verifier rejects it (host type, ctx = input);\n"
-	       "can't-run = no exact Vulkan module (maps, variables, helpers): \"skip\" lines say why\n");
+	       "can't-run = no exact Vulkan module (non-array maps, helpers): \"skip\" lines say why\n");
 	if (fclose(man)) {
 		fprintf(stderr, "writing the manifest failed\n");
 		bad++;
