@@ -435,6 +435,7 @@ uint32_t gpuext_map__type(const struct gpuext_map *map) { return map ? map->type
 uint32_t gpuext_map__key_size(const struct gpuext_map *map) { return map ? map->key_size : 0; }
 uint32_t gpuext_map__value_size(const struct gpuext_map *map) { return map ? map->value_size : 0; }
 uint32_t gpuext_map__max_entries(const struct gpuext_map *map) { return map ? map->max_entries : 0; }
+uint32_t gpuext_map__flags(const struct gpuext_map *map) { return map ? map->map_flags : 0; }
 
 /* ------------------------------------------------------------------ */
 /* Arrays                                                              */

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "maps_impl.h"
 #include "verifier_impl.h"
 
 #define PTR_OFF_LIMIT (1 << 29)
@@ -58,7 +57,7 @@ static int need_init(struct verifier *v, struct vstate *st, int r)
 
 static bool rdonly_map(const struct gpuext_map *m)
 {
-	return m && (m->map_flags & BPF_F_RDONLY_PROG);
+	return m && (gpuext_map__flags(m) & BPF_F_RDONLY_PROG);
 }
 
 static const char *type_str(enum vtype t)

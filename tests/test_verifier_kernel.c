@@ -47,7 +47,6 @@
 
 #include "asm.h"
 #include "gpuext/verifier.h"
-#include "maps_impl.h" /* map_flags: there is no public getter */
 #include "testlib.h"
 #include "verifier_corpus.h"
 
@@ -337,12 +336,12 @@ static int kmap_fd(struct kmaps *km, struct gpuext_map *m)
 			return km->fd[i];
 	if (km->cnt == sizeof(km->map) / sizeof(km->map[0]))
 		return -E2BIG;
-	mo.map_flags = m->map_flags;
+	mo.map_flags = gpuext_map__flags(m);
 	fd = bpf_map_create(gpuext_map__type(m), NULL, gpuext_map__key_size(m),
 			    gpuext_map__value_size(m), gpuext_map__max_entries(m), &mo);
 	if (fd < 0)
 		return -errno;
-	if (m->map_flags & BPF_F_RDONLY_PROG) {
+	if (gpuext_map__flags(m) & BPF_F_RDONLY_PROG) {
 		err = fill_and_freeze(m, fd);
 		if (err) {
 			close(fd);

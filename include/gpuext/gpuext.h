@@ -114,6 +114,7 @@ uint32_t gpuext_map__type(const struct gpuext_map *map);
 uint32_t gpuext_map__key_size(const struct gpuext_map *map);
 uint32_t gpuext_map__value_size(const struct gpuext_map *map);
 uint32_t gpuext_map__max_entries(const struct gpuext_map *map);
+uint32_t gpuext_map__flags(const struct gpuext_map *map);	/* BPF_F_* as created */
 struct gpuext_map *gpuext_runtime__map_by_id(const struct gpuext_runtime *rt,
 					     uint32_t id);
 
