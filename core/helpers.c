@@ -232,8 +232,55 @@ static const struct gpuext_func_proto std_helpers[] = {
 	  GPUEXT_RET_INTEGER, A(GPUEXT_ARG_CONST_MAP_PTR, GPUEXT_ARG_SCALAR), 0 },
 };
 
+/* ---- device helpers: declared for the verifier, host fallbacks for the interpreter ---- */
+
+static uint64_t h_dev_zero(struct gpuext_exec *ex, uint64_t a1, uint64_t a2, uint64_t a3,
+			   uint64_t a4, uint64_t a5)
+{
+	(void)ex; (void)a1; (void)a2; (void)a3; (void)a4; (void)a5;
+	return 0;
+}
+
+static uint64_t h_dev_sm_id(struct gpuext_exec *ex, uint64_t a1, uint64_t a2, uint64_t a3,
+			    uint64_t a4, uint64_t a5)
+{
+	(void)a1; (void)a2; (void)a3; (void)a4; (void)a5;
+	return gpuext_exec__cpu(ex);
+}
+
+static uint64_t h_dev_globaltimer(struct gpuext_exec *ex, uint64_t a1, uint64_t a2, uint64_t a3,
+				  uint64_t a4, uint64_t a5)
+{
+	struct timespec ts;
+
+	(void)ex; (void)a1; (void)a2; (void)a3; (void)a4; (void)a5;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+#define DEV_HELPER(id_, name_, fn_, flags_)                                               \
+	{ GPUEXT_FUNC_HELPER, id_, name_, fn_, GPUEXT_RET_INTEGER, { GPUEXT_ARG_NONE },   \
+	  GPUEXT_FN_DEVICE_ONLY | (flags_) }
+
+static const struct gpuext_func_proto dev_helpers[] = {
+	DEV_HELPER(GPUEXT_FUNC_get_globaltimer, "gpuext_get_globaltimer", h_dev_globaltimer, 0),
+	DEV_HELPER(GPUEXT_FUNC_get_sm_id, "gpuext_get_sm_id", h_dev_sm_id, 0),
+	DEV_HELPER(GPUEXT_FUNC_get_warp_id, "gpuext_get_warp_id", h_dev_zero, 0),
+	/* per lane: the verifier treats their results as divergent */
+	DEV_HELPER(GPUEXT_FUNC_get_lane_id, "gpuext_get_lane_id", h_dev_zero, GPUEXT_FN_DIVERGENT_RET),
+	DEV_HELPER(GPUEXT_FUNC_get_thread_id, "gpuext_get_thread_id", h_dev_zero,
+		   GPUEXT_FN_DIVERGENT_RET),
+	DEV_HELPER(GPUEXT_FUNC_get_block_id, "gpuext_get_block_id", h_dev_zero, 0),
+};
+
 int gpuext_register_std_helpers(struct gpuext_runtime *rt)
 {
+	for (size_t i = 0; i < sizeof(dev_helpers) / sizeof(dev_helpers[0]); i++) {
+		int err = gpuext_runtime__register_func(rt, &dev_helpers[i]);
+
+		if (err < 0)
+			return err;
+	}
 	for (size_t i = 0; i < sizeof(std_helpers) / sizeof(std_helpers[0]); i++) {
 		int err = gpuext_runtime__register_func(rt, &std_helpers[i]);
 

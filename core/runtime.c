@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "ptx/ptx.h"
 
 /* kfunc ids are ours to hand out; start high so they never look like helper ids. */
 #define GPUEXT_KFUNC_ID_BASE 0x10000
@@ -68,8 +67,7 @@ int gpuext_runtime__new(const struct gpuext_runtime_opts *opts, struct gpuext_ru
 	err = gpuext_register_std_helpers(rt);
 	if (!err)
 		err = gpuext_declare_gpu_kfuncs(rt);
-	if (!err)
-		err = gpuext_ptx_register_device_helpers(rt); /* device-only ids 0x1100.. */
+
 	if (err) {
 		gpuext_runtime__free(rt);
 		return GPUEXT_ERR(-err);

@@ -50,7 +50,7 @@
  *   every kfunc (gpuext_rt_kfunc_<name>): returns -EINVAL (-22): kfuncs advise a
  *     host driver and have no meaning on a GPU; the stub only lets the PTX build.
  *   0x1100.. device helpers below (also registered for the verifier by
- *     gpuext_ptx_register_device_helpers()).
+ *     the device helpers every runtime declares, core/helpers.c).
  */
 #ifndef GPUEXT_CODEGEN_PTX_H
 #define GPUEXT_CODEGEN_PTX_H
@@ -72,29 +72,7 @@ extern "C" {
 #define GPUEXT_PTX_KERNEL "gpuext_isa_entry"
 #define GPUEXT_PTX_PROG_FN "gpuext_prog_main"
 
-/*
- * Device-only helpers (call src=0, imm = id). Ids are gpuext's, 0x1100 and
- * up (0x1000..0x10ff is left to tests: the verifier corpus registers its own
- * helpers there).
- */
-enum gpuext_dev_helper {
-	GPUEXT_FUNC_get_globaltimer = 0x1100,	/* %globaltimer, ns */
-	GPUEXT_FUNC_get_sm_id = 0x1101,		/* %smid */
-	GPUEXT_FUNC_get_warp_id = 0x1102,	/* linear thread index in the block / 32 */
-	GPUEXT_FUNC_get_lane_id = 0x1103,	/* %laneid (per lane) */
-	GPUEXT_FUNC_get_thread_id = 0x1104,	/* linear thread index in the block (per lane) */
-	GPUEXT_FUNC_get_block_id = 0x1105,	/* linear block index in the grid */
-};
-
-/*
- * Registers the helpers above in @rt's registry (kind helper, no arguments,
- * integer result, flags GPUEXT_FN_DEVICE_ONLY): the verifier then lets device
- * probes call them and refuses them elsewhere. Their host implementations
- * (for running a probe in the interpreter) give lane 0, warp 0, thread 0,
- * block 0, sm = the run's cpu slot and CLOCK_REALTIME ns. Calling it twice is
- * harmless. 0 or a negative errno.
- */
-int gpuext_ptx_register_device_helpers(struct gpuext_runtime *rt);
+/* The device helpers (enum gpuext_dev_helper) are declared by every runtime (core/helpers.c). */
 
 /* One map as the device sees it (entry of gpuext_rt_maps). 40 bytes. */
 struct gpuext_ptx_map_desc {

@@ -189,6 +189,22 @@ enum gpuext_func_kind {
 #define GPUEXT_FN_HOST_ONLY       (1u << 2)
 #define GPUEXT_FN_DIVERGENT_RET   (1u << 3) /* device: returns a per-lane value (lane/thread id) */
 
+/*
+ * Device-only helpers every runtime declares (call src=0, imm = id), so the
+ * verifier can check device probes; each GPU backend implements them on the
+ * device. Ids 0x1100 and up (0x1000..0x10ff is left to tests). On the host
+ * (a probe run in the interpreter) they give lane/warp/thread/block 0, sm =
+ * the run's cpu slot, and CLOCK_REALTIME ns.
+ */
+enum gpuext_dev_helper {
+	GPUEXT_FUNC_get_globaltimer = 0x1100,	/* %globaltimer, ns */
+	GPUEXT_FUNC_get_sm_id = 0x1101,		/* %smid */
+	GPUEXT_FUNC_get_warp_id = 0x1102,	/* linear thread index in the block / 32 */
+	GPUEXT_FUNC_get_lane_id = 0x1103,	/* %laneid (per lane) */
+	GPUEXT_FUNC_get_thread_id = 0x1104,	/* linear thread index in the block (per lane) */
+	GPUEXT_FUNC_get_block_id = 0x1105,	/* linear block index in the grid */
+};
+
 struct gpuext_func_proto {
 	enum gpuext_func_kind kind;
 	uint32_t id;		/* helper: BPF_FUNC_*; kfunc: 0 = assign one */

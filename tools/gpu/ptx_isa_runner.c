@@ -122,10 +122,6 @@ static struct gpuext_runtime *new_rt(void)
 	logbuf.buf[0] = '\0';
 	if (gpuext_runtime__new(&ro, &rt))
 		return NULL;
-	if (gpuext_ptx_register_device_helpers(rt)) {
-		gpuext_runtime__free(rt);
-		return NULL;
-	}
 	return rt;
 }
 
