@@ -76,6 +76,19 @@ static const char *type_str(enum vtype t)
 	return "?";
 }
 
+/* A value loaded from memory: an unknown scalar of @size bytes, zero- or sign-extended. */
+static void set_loaded_scalar(struct vreg *out, unsigned size, bool sext, bool divergent)
+{
+	memset(out, 0, sizeof(*out));
+	out->type = VT_SCALAR;
+	scalar_unknown(&out->s);
+	if (sext)
+		scalar_sext(&out->s, size);
+	else
+		scalar_trunc(&out->s, size);
+	out->divergent = divergent;
+}
+
 /* ---- stack ---- */
 
 static uint32_t roundup32(uint32_t x)
@@ -229,16 +242,10 @@ static int stack_read(struct verifier *v, struct vstate *st, struct vframe *f, i
 	}
 	if (all_zero) {
 		set_scalar_const(out, 0);
+		out->divergent = div;
 	} else {
-		memset(out, 0, sizeof(*out));
-		out->type = VT_SCALAR;
-		scalar_unknown(&out->s);
-		if (sext)
-			scalar_sext(&out->s, size);
-		else
-			scalar_trunc(&out->s, size);
+		set_loaded_scalar(out, size, sext, div);
 	}
-	out->divergent = div;
 	return 0;
 }
 
@@ -280,16 +287,8 @@ static int stack_read_var(struct verifier *v, struct vstate *st, struct vframe *
 					(long long)(off + i));
 		div |= s->spill.divergent;
 	}
-	if (out) {
-		memset(out, 0, sizeof(*out));
-		out->type = VT_SCALAR;
-		scalar_unknown(&out->s);
-		if (sext)
-			scalar_sext(&out->s, size);
-		else
-			scalar_trunc(&out->s, size);
-		out->divergent = div;
-	}
+	if (out)
+		set_loaded_scalar(out, size, sext, div);
 	return 0;
 }
 
@@ -455,15 +454,10 @@ static int mem_access(struct verifier *v, struct vstate *st, int regno, int32_t 
 				if (out->maybe_null)
 					out->id = v->next_id++;
 				scalar_const(&out->s, 0);
+				out->divergent = fld->divergent || p->divergent;
 			} else {
-				out->type = VT_SCALAR;
-				scalar_unknown(&out->s);
-				if (sext)
-					scalar_sext(&out->s, size);
-				else
-					scalar_trunc(&out->s, size);
+				set_loaded_scalar(out, size, sext, (fld && fld->divergent) || p->divergent);
 			}
-			out->divergent = (fld && fld->divergent) || p->divergent;
 		}
 		return 0;
 	}
@@ -477,16 +471,8 @@ static int mem_access(struct verifier *v, struct vstate *st, int regno, int32_t 
 	}
 	if (err)
 		return err;
-	if (!write && out) {
-		memset(out, 0, sizeof(*out));
-		out->type = VT_SCALAR;
-		scalar_unknown(&out->s);
-		if (sext)
-			scalar_sext(&out->s, size);
-		else
-			scalar_trunc(&out->s, size);
-		out->divergent = p->divergent;
-	}
+	if (!write && out)
+		set_loaded_scalar(out, size, sext, p->divergent);
 	return 0;
 }
 
