@@ -31,6 +31,7 @@ struct gpuext_probe_ctx {
 	__gx_u32 warp_id;	/* uniform */
 	__gx_u32 sm_id;		/* uniform */
 	__gx_u32 gpu_id;	/* uniform */
+	__gx_u64 args;		/* generic address of the kernel's parameter buffer (uniform) */
 };
 
 #endif
