@@ -277,6 +277,46 @@ static struct scn_task *task_find(struct scn_run *r, uint64_t id)
 	return NULL;
 }
 
+/*
+ * The lowered form of an event (scn_run_opts.lower): the decisions a kernel
+ * backend must reproduce, in the vocabulary gpuext.ko's event log uses
+ * (core/kernel/gpuext_kmod.h). Kfunc calls are not part of it: a kernel
+ * does not log them, and the decisions they lead to are.
+ */
+static void lower_event(FILE *f, const struct gpuext_hal_event *ev)
+{
+	switch (ev->kind) {
+	case GPUEXT_EV_HOOK:
+		fprintf(f, "ev hook %s id=%llu ret=%lld\n", hook_str(ev->policy_kind, ev->hook),
+			(unsigned long long)ev->id, (long long)ev->ret);
+		break;
+	case GPUEXT_EV_DEFAULT:
+		fprintf(f, "ev default %s id=%llu\n", hook_str(ev->policy_kind, ev->hook),
+			(unsigned long long)ev->id);
+		break;
+	case GPUEXT_EV_EVICT:
+		fprintf(f, "ev evict %llu\n", (unsigned long long)ev->id);
+		break;
+	case GPUEXT_EV_PREFETCH:
+		fprintf(f, "ev prefetch %llu %llu-%llu\n", (unsigned long long)ev->id,
+			(unsigned long long)ev->a, (unsigned long long)ev->b);
+		break;
+	case GPUEXT_EV_EJECT:
+		fprintf(f, "ev ejected\n");
+		break;
+	case GPUEXT_EV_REJECT_BIND:
+		fprintf(f, "ev bind-rejected %llu\n", (unsigned long long)ev->id);
+		break;
+	case GPUEXT_EV_ATTR:
+		fprintf(f, "ev attr task=%llu %s=%llu\n", (unsigned long long)ev->id,
+			ev->a == GPU_ATTR_TIMESLICE_US ? "timeslice_us" : "level",
+			(unsigned long long)ev->b);
+		break;
+	case GPUEXT_EV_KFUNC:
+		break;
+	}
+}
+
 static void on_event(const struct gpuext_hal_event *ev, void *user)
 {
 	struct scn_run *r = user;
@@ -306,6 +346,8 @@ static void on_event(const struct gpuext_hal_event *ev, void *user)
 		else if (t && ev->a == GPU_ATTR_LEVEL)
 			t->level = (int64_t)ev->b;
 	}
+	if (r->opts->lower)
+		lower_event(r->opts->lower, ev);
 	if (r->opts->trace) {
 		const char *h = ev->kind <= GPUEXT_EV_DEFAULT ? hook_str(ev->policy_kind, ev->hook) : "";
 		static const char *const kinds[] = { "hook", "default", "kfunc", "evict",
@@ -1105,6 +1147,27 @@ static int cmd_expect(struct scn_run *r, char **tok, int n)
 	return syntax(r, "expect: unknown expectation '%s'", w);
 }
 
+/*
+ * The lowered form of a command: the driver events alone, $V substituted and
+ * variant selectors gone; an expectation becomes `sync` (it services the
+ * open fault batch, as every expectation does). `map` is kept: a kernel
+ * backend writes the policy's map too. Each line starts with the .scn line
+ * number, so a difference can be traced back to the script.
+ */
+static void lower_command(FILE *f, unsigned line, char **tok, int n)
+{
+	if (!strcmp(tok[0], "scenario") || !strcmp(tok[0], "variants"))
+		return;
+	if (!strcmp(tok[0], "expect")) {
+		fprintf(f, "%u sync\n", line);
+		return;
+	}
+	fprintf(f, "%u", line);
+	for (int i = 0; i < n; i++)
+		fprintf(f, " %s", tok[i]);
+	fputc('\n', f);
+}
+
 /* Substitutes $V, splits on blanks, runs one line. */
 static int exec_line(struct scn_run *r, const struct scn_line *ln)
 {
@@ -1156,6 +1219,8 @@ static int exec_line(struct scn_run *r, const struct scn_line *ln)
 	}
 	if (r->opts && r->opts->trace && !r->dry)
 		fprintf(r->opts->trace, "  %u: %s\n", ln->no, ln->text);
+	if (r->opts && r->opts->lower && !r->dry)
+		lower_command(r->opts->lower, ln->no, tok, n);
 	if (!r->dry)
 		r->rep->commands++;
 	if (!strcmp(tok[0], "scenario") || !strcmp(tok[0], "variants"))
@@ -1366,10 +1431,14 @@ static int run_variant(const struct scn_scenario *s, const struct scn_run_opts *
 	}
 	if (o->trace)
 		fprintf(o->trace, "%s [%s] on %s\n", s->name, variant, drv->backend);
+	if (o->lower)
+		fprintf(o->lower, "variant %s %s\n", s->name, *variant ? variant : "-");
 	for (size_t i = 0; !ret && i < s->line_cnt; i++)
 		ret = exec_line(r, &s->lines[i]);
 	if (!ret)
 		ret = do_flush(r);
+	if (o->lower)
+		fprintf(o->lower, "end\n");
 	close_policy(r, GPUEXT_POLICY_MEM);
 	close_policy(r, GPUEXT_POLICY_SCHED);
 	if (r->dev)

@@ -100,6 +100,14 @@ struct scn_run_opts {
 	const char *const *policy_dirs;
 	FILE *trace;			/* NULL, or every command and event as it happens */
 	int only_variant;		/* -1 = all, else that index */
+	/*
+	 * NULL, or the lowered run for a backend that cannot run the .scn
+	 * itself (a kernel in a VM): per variant a `variant NAME VARIANT` line,
+	 * the driver commands as "LINE WORDS..." (expectations become `sync`),
+	 * the decision events as "ev ..." lines (conformance/kernel/README.md),
+	 * and `end`.
+	 */
+	FILE *lower;
 };
 
 /* One unmet expectation (or a command the backend refused). */
