@@ -4,7 +4,7 @@
  * replayed lowered scenarios (conformance/kernel/vmtests/kscn.c) with the
  * simulator's (gpuext-scn-lower).
  *
- *   gpuext-scn-diff [--known FILE] SIM.lowered KERNEL.out
+ *   gpuext-scn-diff [--known FILE] SIM.lowered KERNEL.out...
  *
  * Both files hold `variant SCN VARIANT` ... `end` blocks of command lines
  * ("LINE WORDS...") and event lines ("ev ..."). Events are compared per
@@ -36,6 +36,17 @@ struct variant {
 	struct seg *segs;
 	size_t n, cap;
 	bool ended;
+	char skipped[200];		/* the kernel could not run it here: why */
+};
+
+/* Task attributes as the events left them (a kernel logs changes, the simulator every set). */
+#define MAX_TASKS 64
+struct attrs {
+	struct {
+		unsigned long long id;
+		long timeslice, level;
+	} t[MAX_TASKS];
+	unsigned n;
 };
 
 struct run {
@@ -78,6 +89,8 @@ static int read_run(const char *path, struct run *r)
 			snprintf(cur->name, sizeof(cur->name), "%.159s", buf + 8);
 		} else if (!cur) {
 			continue;	/* kernel log noise before the first variant */
+		} else if (!strncmp(buf, "skipped ", 8)) {
+			snprintf(cur->skipped, sizeof(cur->skipped), "%.199s", buf + 8);
 		} else if (!strcmp(buf, "end")) {
 			cur->ended = true;
 			cur = NULL;
@@ -112,10 +125,48 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(a, b);
 }
 
-/* Evictions in order, then the rest sorted: two segments agree iff these agree. */
-static void canon(const struct seg *s, char *out, size_t len)
+static long level_value(const char *v)
+{
+	if (!strncmp(v, "low", 3))
+		return 0;
+	if (!strncmp(v, "medium", 6))
+		return 1;
+	if (!strncmp(v, "high", 4))
+		return 2;
+	return strtol(v, NULL, 10);
+}
+
+/* Applies one "attr task=T k=v..." event; false if it is not one. */
+static bool apply_attr(struct attrs *st, const char *ev)
+{
+	unsigned long long id;
+	const char *p;
+	unsigned i;
+
+	if (sscanf(ev, "attr task=%llu", &id) != 1)
+		return false;
+	for (i = 0; i < st->n && st->t[i].id != id; i++)
+		;
+	if (i == st->n) {
+		if (st->n == MAX_TASKS)
+			return true;
+		st->t[st->n++] = (typeof(st->t[0])){ .id = id, .timeslice = 1024, .level = 1 };
+	}
+	if ((p = strstr(ev, "timeslice_us=")))
+		st->t[i].timeslice = strtol(p + 13, NULL, 10);
+	if ((p = strstr(ev, "level=")))
+		st->t[i].level = level_value(p + 6);
+	return true;
+}
+
+/*
+ * Evictions in order, then the rest sorted, then the attributes that changed
+ * in this segment: two segments agree iff these agree.
+ */
+static void canon(const struct seg *s, struct attrs *st, char *out, size_t len)
 {
 	char rest[MAX_EV][EV_LEN];
+	struct attrs before = *st;
 	unsigned nr = 0;
 	size_t o = 0;
 
@@ -123,12 +174,21 @@ static void canon(const struct seg *s, char *out, size_t len)
 	for (unsigned i = 0; i < s->n; i++) {
 		if (!strncmp(s->ev[i], "evict ", 6))
 			o += (size_t)snprintf(out + o, o < len ? len - o : 0, "%s; ", s->ev[i]);
-		else
+		else if (!apply_attr(st, s->ev[i]))
 			memcpy(rest[nr++], s->ev[i], EV_LEN);
 	}
 	qsort(rest, nr, EV_LEN, cmp_str);
 	for (unsigned i = 0; i < nr; i++)
 		o += (size_t)snprintf(out + o, o < len ? len - o : 0, "%s; ", rest[i]);
+	for (unsigned i = 0; i < st->n; i++) {
+		bool changed = i >= before.n || before.t[i].timeslice != st->t[i].timeslice ||
+			       before.t[i].level != st->t[i].level;
+
+		if (changed)
+			o += (size_t)snprintf(out + o, o < len ? len - o : 0,
+					      "attr task=%llu timeslice_us=%ld level=%ld; ",
+					      st->t[i].id, st->t[i].timeslice, st->t[i].level);
+	}
 	if (s->overflow)
 		snprintf(out + o, o < len ? len - o : 0, "(more than %d events)", MAX_EV);
 }
@@ -155,7 +215,7 @@ int main(int argc, char **argv)
 {
 	struct run sim = { 0 }, kern = { 0 };
 	FILE *known = NULL;
-	unsigned agree = 0, differ = 0, known_cnt = 0;
+	unsigned agree = 0, differ = 0, known_cnt = 0, ran = 0, skipped = 0;
 	int a = 1;
 
 	if (argc > 2 && !strcmp(argv[1], "--known")) {
@@ -166,24 +226,41 @@ int main(int argc, char **argv)
 		}
 		a = 3;
 	}
-	if (argc - a != 2) {
-		fprintf(stderr, "usage: gpuext-scn-diff [--known FILE] SIM.lowered KERNEL.out\n");
+	if (argc - a < 2) {
+		fprintf(stderr, "usage: gpuext-scn-diff [--known FILE] SIM.lowered KERNEL.out...\n"
+			"  KERNEL.out: kscn's output on one or more kernels (tracks); each variant is\n"
+			"  compared where it ran (a track without the device it needs skips it)\n");
 		return 2;
 	}
-	if (read_run(argv[a], &sim) || read_run(argv[a + 1], &kern))
+	if (read_run(argv[a], &sim))
 		return 2;
+	for (int i = a + 1; i < argc; i++)
+		if (read_run(argv[i], &kern))
+			return 2;
 	for (size_t i = 0; i < sim.n; i++) {
-		struct variant *sv = &sim.v[i], *kv = NULL;
+		struct variant *sv = &sim.v[i], *kv = NULL, *skip = NULL;
+		struct attrs st_sim = { 0 }, st_kern = { 0 };
 
-		for (size_t j = 0; j < kern.n && !kv; j++)
-			if (!strcmp(kern.v[j].name, sv->name))
+		for (size_t j = 0; j < kern.n && !kv; j++) {
+			if (strcmp(kern.v[j].name, sv->name))
+				continue;
+			if (kern.v[j].skipped[0])
+				skip = &kern.v[j];
+			else
 				kv = &kern.v[j];
+		}
+		if (!kv && skip) {
+			printf("SKIP  %s: %s\n", sv->name, skip->skipped);
+			skipped++;
+			continue;
+		}
 		if (!kv || !kv->ended) {
 			printf("DIFF  %s: the kernel run %s\n", sv->name,
 			       kv ? "stopped before the end" : "is missing");
 			differ++;
 			continue;
 		}
+		ran++;
 		for (size_t k = 0; k < sv->n; k++) {
 			static char cs[MAX_EV * EV_LEN], ck[MAX_EV * EV_LEN];
 			const struct seg *ss = &sv->segs[k];
@@ -196,8 +273,8 @@ int main(int argc, char **argv)
 				differ++;
 				break;
 			}
-			canon(ss, cs, sizeof(cs));
-			canon(ks, ck, sizeof(ck));
+			canon(ss, &st_sim, cs, sizeof(cs));
+			canon(ks, &st_kern, ck, sizeof(ck));
 			if (!strcmp(cs, ck)) {
 				agree++;
 			} else if (is_known(known, sv->name, ss->line, why, sizeof(why))) {
@@ -211,8 +288,9 @@ int main(int argc, char **argv)
 			}
 		}
 	}
-	printf("scenario differential: %zu variant(s), %u command(s) agree, %u known "
-	       "difference(s), %u unexplained\n", sim.n, agree, known_cnt, differ);
+	printf("scenario differential: %zu variant(s): %u ran on a kernel, %u skipped; "
+	       "%u command(s) agree, %u known difference(s), %u unexplained\n",
+	       sim.n, ran, skipped, agree, known_cnt, differ);
 	if (known)
 		fclose(known);
 	for (size_t i = 0; i < sim.n; i++)
