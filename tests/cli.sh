@@ -119,5 +119,44 @@ expect_stdin "plugin bad backend" 1 "not available" "$MOV42" -- "$PLUGIN" --back
 expect_stdin "plugin empty" 1 "non-zero multiple of 8" "" -- "$PLUGIN"
 expect_stdin "plugin unknown option" 2 "unknown option" "$MOV42" -- "$PLUGIN" --frob
 
+# --- trace (no GPU needed: arguments, tool lookup, verification, the pack; the preload
+#     library end to end against the fake libcuda of tests/nv when it is built)
+TRDIR=$(mktemp -d)
+expect "trace help" 0 "Runs a CUDA application with eBPF probes" -- "$GPUEXT" trace --help
+expect "trace list" 0 "memtrace         thread    every global load/store" -- "$GPUEXT" trace --list
+expect "trace no app" 2 "give the application to run after '--'" -- "$GPUEXT" trace threadhist
+expect "trace unknown tool" 1 "no tool named 'nosuch'" -- "$GPUEXT" trace nosuch -- /bin/true
+expect "trace both modes" 2 "exclude each other" -- "$GPUEXT" trace --per-thread --per-warp threadhist -- /bin/true
+expect "trace pack" 0 "events: load store" -- "$GPUEXT" trace memtrace --pack-only --dir "$TRDIR/p1"
+expect "trace pack file" 0 "gpuext-pack 1" -- head -n 1 "$TRDIR/p1/pack"
+expect "trace pack filter" 0 "kernels: *gemm*" -- "$GPUEXT" trace smload --kernel '*gemm*' --pack-only --dir "$TRDIR/p2"
+expect "trace not a probe" 1 "a probe object holds only SEC" -- "$GPUEXT" trace "$POL/lru.bpf.o" --pack-only --dir "$TRDIR/p3"
+expect "trace verifier rejects" 1 "the verifier rejected" -- "$GPUEXT" trace "$BPF/vf_probe.bpf.o" --pack-only --dir "$TRDIR/p4"
+expect "trace preload missing" 1 "cannot be read" -- env GPUEXT_NVPROBE_LIB=/nonexistent/libgpuext-nvprobe.so "$GPUEXT" trace threadhist -- /bin/true
+if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
+  expect "trace no driver" 1 "no NVIDIA driver here" -- env GPUEXT_NVPROBE_LIB=/dev/null "$GPUEXT" trace threadhist -- /bin/true
+fi
+FAKEAPP=$(dirname "$GPUEXT")/nv_fakeapp FAKECUDA=$(dirname "$GPUEXT")/tests/nv/fakecuda
+NVPROBE=$(dirname "$GPUEXT")/libgpuext-nvprobe.so
+# A sanitized preload library cannot go into an unsanitized process (ASan must load first).
+if [ -f "$NVPROBE" ] && ldd "$NVPROBE" 2>/dev/null | grep -q 'libasan'; then
+  echo "cli: trace end-to-end checks skipped: libgpuext-nvprobe.so is built with ASan"
+elif [ -x "$FAKEAPP" ] && [ -f "$FAKECUDA/libcuda.so.1" ] && [ -f "$NVPROBE" ]; then
+  # The fake "GPU" writes 42 into map 0, key 1 (warp_exits[1]): back through the shm mirror.
+  expect_stdin "trace fake app maps" 0 "per slot min 42 max 42" "" -- env LD_LIBRARY_PATH="$FAKECUDA" \
+    "$GPUEXT" trace threadhist --interval 0 -- "$FAKEAPP"
+  expect_stdin "trace fake app kernels" 0 "sass-only    sass_kernel" "" -- env LD_LIBRARY_PATH="$FAKECUDA" \
+    "$GPUEXT" trace threadhist --interval 0 -- "$FAKEAPP"
+  expect_stdin "trace fake app out" 0 "warp,exits
+1,42" "" -- sh -c "LD_LIBRARY_PATH='$FAKECUDA' '$GPUEXT' trace threadhist --interval 0 --out '$TRDIR/th.csv' -- '$FAKEAPP' >/dev/null 2>&1 && cat '$TRDIR/th.csv'"
+  expect_stdin "trace app status" 0 "" "" -- env LD_LIBRARY_PATH="$FAKECUDA" "$GPUEXT" trace smload --interval 0 -- "$FAKEAPP"
+  expect "trace app exit status" 3 "" -- env LD_LIBRARY_PATH="$FAKECUDA" "$GPUEXT" trace smload --interval 0 -- sh -c 'exit 3'
+  # The maps gpuext trace published (/dev/shm/gpuext.<its pid>.<id>) are gone after it.
+  expect "trace shm cleaned" 0 "leftover=0" -- sh -c "LD_LIBRARY_PATH='$FAKECUDA' '$GPUEXT' trace smload --interval 0 -- '$FAKEAPP' >/dev/null 2>&1 </dev/null & p=\$!; wait \$p; echo leftover=\$(ls /dev/shm | grep -c \"^gpuext\\.\$p\\.\")"
+else
+  echo "cli: trace end-to-end checks skipped: nv_fakeapp / fake libcuda / libgpuext-nvprobe.so not built"
+fi
+rm -rf "$TRDIR"
+
 echo "cli: $checks checks, $fails failures"
 [ "$fails" -eq 0 ]

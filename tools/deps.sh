@@ -24,6 +24,20 @@ PKGS=(
   "zlib1g-dev -"
   "libbpf-dev bookworm-backports"
   "bpftool bookworm-backports"
+  # tools/vm: QEMU guests, their initramfs, the hmm track's kernel build
+  "qemu-system-x86 -"
+  "busybox-static -"
+  "cpio -"
+  "kmod -"
+  "xz-utils -"
+  "zstd -"
+  "libzstd-dev -"
+  "linux-source-6.12 -"
+  "dwarves -"
+  "flex -"
+  "bison -"
+  "bc -"
+  "libssl-dev -"
 )
 
 need_backports_libbpf() {

@@ -38,8 +38,9 @@
  * Device runtime (helpers are `i64 gpuext_rt_helper_<id>(5 x i64)`, as the
  * lifter's contract in codegen/codegen.h says):
  *   1 map_lookup_elem, 2 map_update_elem, 3 map_delete_elem: array and per-CPU
- *     array maps in device memory (a per-CPU slot is %smid % nr_slots); hash maps
- *     are not placed on the device: lookup gives NULL, update/delete -EOPNOTSUPP;
+ *     array maps in device memory (a per-CPU slot is %smid % nr_slots), hash
+ *     maps (and LRU hash maps, without eviction) in the layout below; other
+ *     kinds: lookup gives NULL, update/delete -EOPNOTSUPP;
  *   5 ktime_get_ns: %globaltimer (ns); 8 get_smp_processor_id: %smid;
  *   7 get_prandom_u32: xorshift64* over (seed, global thread id, %clock64);
  *   130..134 ringbuf_output/reserve/submit/discard/query on a ring in device
@@ -98,6 +99,53 @@ struct gpuext_ptx_ringbuf_hdr {
 	uint64_t pad;
 };
 
+/*
+ * A hash map on the device (BPF_MAP_TYPE_HASH; LRU_HASH is placed the same
+ * way but never evicts). desc.base points at one block of memory:
+ *
+ *   struct gpuext_ptx_hash_hdr                     16 bytes
+ *   bucket[nr_buckets], each bucket_size bytes:
+ *     u32 state      GPUEXT_PTX_HASH_* (EMPTY = 0, so zeroed memory is an empty table)
+ *     u32 hash       gpuext_ptx_hash_key(key): FNV-1a 32 over the key bytes
+ *     u8  key[round8(key_size)]
+ *     u8  value[round8(value_size)]            (= desc.stride)
+ *
+ * nr_buckets is the power of 2 >= 2 x max_entries; a key lives in the first
+ * bucket from (hash & (nr_buckets - 1)) on (linear probing, wrapping) whose
+ * state is FULL and whose key matches; an EMPTY bucket ends the search.
+ * count holds the live entries (at most max_entries). The device claims a
+ * bucket by CAS on state (EMPTY -> BUSY), fills it, then sets FULL with
+ * release order; delete turns FULL into DELETED (a tombstone, never reused
+ * on the device). A host reader takes FULL buckets only.
+ */
+enum {
+	GPUEXT_PTX_HASH_EMPTY = 0,
+	GPUEXT_PTX_HASH_BUSY = 1,
+	GPUEXT_PTX_HASH_FULL = 2,
+	GPUEXT_PTX_HASH_DELETED = 3,
+};
+struct gpuext_ptx_hash_hdr {
+	uint32_t nr_buckets;
+	uint32_t bucket_size;
+	uint32_t count;		/* live entries (device: atomic) */
+	uint32_t max_entries;	/* copy of the map's, for host readers */
+};
+uint32_t gpuext_ptx_hash_key(const void *key, uint32_t key_size);
+/* The geometry for a map: -EINVAL for zero sizes, -E2BIG past 64 MiB. */
+int gpuext_ptx_hash_layout(uint32_t key_size, uint32_t value_size, uint32_t max_entries,
+			   uint32_t *nr_buckets, uint32_t *bucket_size, size_t *bytes);
+/* Host-side access to a table image (single-threaded; not while a GPU writes it). */
+void *gpuext_ptx_hash_lookup(void *table, uint32_t key_size, const void *key);
+int gpuext_ptx_hash_insert(void *table, uint32_t key_size, uint32_t value_size, const void *key,
+			   const void *value);
+/*
+ * The device image of hash map @map (same contract as gpuext_ptx_map_image(),
+ * which does not place hash maps yet: its callers route hash maps here).
+ * The live entries of the host map are inserted; -E2BIG past 64 MiB.
+ */
+int gpuext_ptx_hash_image(struct gpuext_map *map, struct gpuext_ptx_map_desc *desc,
+			  uint8_t **image, size_t *bytes);
+
 /* ld_imm64 src=3: the device address of variable @id. */
 #define GPUEXT_PTX_MAX_VARS 16
 struct gpuext_ptx_var {
@@ -127,6 +175,55 @@ int gpuext_ptx_map_image(struct gpuext_map *map, struct gpuext_ptx_map_desc *des
  */
 int gpuext_ptx_emit(struct gpuext_prog *prog, const char *sm, bool per_thread, char **text,
 		    size_t *len);
+
+/* ------------------------------------------------------------------ */
+/* Device probes: PTX functions for hal/nvidia/ptx_splice.c             */
+/* ------------------------------------------------------------------ */
+
+/* Probe events; the same numbers as enum gx_probe_event (hal/nvidia/nvprobe.h). */
+enum gpuext_ptx_probe_event {
+	GPUEXT_PTX_PROBE_ENTRY = 0,	/* SEC("probe/entry") */
+	GPUEXT_PTX_PROBE_EXIT,		/* SEC("probe/exit") */
+	GPUEXT_PTX_PROBE_LOAD,		/* SEC("probe/load") */
+	GPUEXT_PTX_PROBE_STORE,		/* SEC("probe/store") */
+	GPUEXT_PTX_PROBE_NR,
+};
+
+/*
+ * The probes of @obj as PTX text to splice into an application's module.
+ *
+ * Every program in SEC("probe/entry"|"probe/exit"|"probe/load"|"probe/store")
+ * (optionally followed by "/name") is verified as GPUEXT_PROG_DEVICE_PROBE
+ * (-EPERM, logged, if the verifier rejects it) and lifted; all of them, the
+ * device runtime and one gpuext_rt_maps table indexed like
+ * gpuext_object__map() (every program of an object shares the object's map
+ * list, so two probes naming one map use one index) form one module. For
+ * each event present the text defines
+ *
+ *   .visible .func gpuext_probe_<entry|exit|load|store>(.param .b64 ctx)
+ *
+ * ctx = generic address of a struct gpuext_probe_ctx (gpuext/probe.h) the
+ * caller owns; programs of one event run in object order with r1 = ctx,
+ * r2 = sizeof(struct gpuext_probe_ctx). Warp mode (!@per_thread): every
+ * active lane calls the function; the lowest active lane (activemask,
+ * find-first-set) runs the programs on its own ctx, the others wait at
+ * bar.warp.sync(activemask), so call sites need no uniform control flow.
+ * Per-thread mode: every calling lane runs them on its ctx.
+ *
+ * The text starts with three comment lines: a title, "// gpuext-ptx-version
+ * X.Y" and "// gpuext-ptx-target sm_NN": the PTX ISA version and target the
+ * module it lands in must declare at least (the splicer raises them).
+ * It has no .version/.target/.address_size lines, and every module-scope
+ * name in it starts with gpuext_ (the .visible ones: gpuext_probe_*,
+ * gpuext_rt_maps, gpuext_rt_prandom_seed, gpuext_rt_vars when used).
+ * @sm: "sm_75".."sm_90" (NULL: sm_80); the text assembles inside a module
+ * for that target or a later one. *events gets bit (1 << GPUEXT_PTX_PROBE_*)
+ * for each event present. Deterministic. *text malloc'd, NUL-terminated.
+ * 0, -ENOENT (no probe programs), -EPERM, -EINVAL (unknown probe/ section,
+ * bad sm), or another negative errno (logged through the object's runtime).
+ */
+int gpuext_ptx_probe_emit(struct gpuext_object *obj, const char *sm, bool per_thread,
+			  uint32_t *events, char **text, size_t *len);
 
 /* ------------------------------------------------------------------ */
 /* Running on a GPU through the CUDA Driver API (libcuda.so.1, dlopen)  */

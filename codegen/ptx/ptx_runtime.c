@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "maps_impl.h"
 #include "ptx/ptx.h"
 #include "ptx/ptx_impl.h"
 
@@ -162,7 +163,15 @@ static const char rt_common[] =
 	"\n"
 	/* 1: bpf_map_lookup_elem(map, key) */
 	"define i64 @gpuext_rt_helper_1(i64 %m, i64 %k, i64 %a3, i64 %a4, i64 %a5) {\n"
+	"entry:\n"
 	"  %d = inttoptr i64 %m to ptr\n"
+	"  %ish = call i1 @gx.is_hash(ptr %d)\n"
+	"  br i1 %ish, label %hash, label %arr\n"
+	"hash:\n"
+	"  %kp = inttoptr i64 %k to ptr\n"
+	"  %hv = call i64 @gx.hash_lookup(ptr %d, ptr %kp)\n"
+	"  ret i64 %hv\n"
+	"arr:\n"
 	"  %e = call ptr @gx.array_elem(ptr %d, i64 %k)\n"
 	"  %r = ptrtoint ptr %e to i64\n"
 	"  ret i64 %r\n"
@@ -171,6 +180,14 @@ static const char rt_common[] =
 	"define i64 @gpuext_rt_helper_2(i64 %m, i64 %k, i64 %v, i64 %flags, i64 %a5) {\n"
 	"entry:\n"
 	"  %d = inttoptr i64 %m to ptr\n"
+	"  %ish = call i1 @gx.is_hash(ptr %d)\n"
+	"  br i1 %ish, label %hash, label %arr\n"
+	"hash:\n"
+	"  %hk = inttoptr i64 %k to ptr\n"
+	"  %hvp = inttoptr i64 %v to ptr\n"
+	"  %hr = call i64 @gx.hash_update(ptr %d, ptr %hk, ptr %hvp, i64 %flags)\n"
+	"  ret i64 %hr\n"
+	"arr:\n"
 	"  %tp = getelementptr inbounds %gx.desc, ptr %d, i32 0, i32 2\n"
 	"  %type = load i32, ptr %tp, align 4\n"
 	"  %isa = icmp eq i32 %type, 2\n"
@@ -203,9 +220,17 @@ static const char rt_common[] =
 	"unsupp:\n"
 	"  ret i64 -95\n"
 	"}\n"
-	/* 3: bpf_map_delete_elem: array entries cannot be deleted; other maps are not on the device */
+	/* 3: bpf_map_delete_elem: hash entries are deleted; array entries cannot be; other maps are not on the device */
 	"define i64 @gpuext_rt_helper_3(i64 %m, i64 %k, i64 %a3, i64 %a4, i64 %a5) {\n"
+	"entry:\n"
 	"  %d = inttoptr i64 %m to ptr\n"
+	"  %ish = call i1 @gx.is_hash(ptr %d)\n"
+	"  br i1 %ish, label %hash, label %arr\n"
+	"hash:\n"
+	"  %hk = inttoptr i64 %k to ptr\n"
+	"  %hr = call i64 @gx.hash_delete(ptr %d, ptr %hk)\n"
+	"  ret i64 %hr\n"
+	"arr:\n"
 	"  %tp = getelementptr inbounds %gx.desc, ptr %d, i32 0, i32 2\n"
 	"  %type = load i32, ptr %tp, align 4\n"
 	"  %isa = icmp eq i32 %type, 2\n"
@@ -449,6 +474,274 @@ static const char rt_common[] =
 	"  ret i64 %r\n"
 	"}\n";
 
+/*
+ * Hash maps (BPF_MAP_TYPE_HASH; LRU_HASH without eviction): open addressing
+ * with linear probing over a power-of-2 bucket array, layout in ptx.h
+ * (struct gpuext_ptx_hash_hdr). A bucket is claimed by CAS on its state
+ * (EMPTY -> BUSY), filled, then published (FULL, release); lookups and
+ * racing inserters wait for BUSY to clear and then compare keys, so a key
+ * is never in the table twice and an insert is visible once its CAS won
+ * (the wait relies on independent thread scheduling: sm_70+, and gpuext
+ * emits for sm_75+). Deleted buckets become tombstones that are
+ * not reused: the table has twice the buckets max_entries asks for, and the
+ * host compacts when it rewrites the image. Values are read and written in
+ * place without a lock, as a kernel hash map without BPF_F_LOCK.
+ */
+static const char rt_hash[] =
+	"define internal i1 @gx.is_hash(ptr %d) {\n"
+	"  %tp = getelementptr inbounds %gx.desc, ptr %d, i32 0, i32 2\n"
+	"  %type = load i32, ptr %tp, align 4\n"
+	"  %h = icmp eq i32 %type, 1\n"
+	"  %l = icmp eq i32 %type, 9\n"
+	"  %r = or i1 %h, %l\n"
+	"  ret i1 %r\n"
+	"}\n"
+	/* FNV-1a 32 of the key bytes (gpuext_ptx_hash_key() on the host). */
+	"define internal i32 @gx.fnv(ptr %p, i32 %n) {\n"
+	"entry:\n"
+	"  br label %loop\n"
+	"loop:\n"
+	"  %i = phi i32 [ 0, %entry ], [ %i1, %body ]\n"
+	"  %h = phi i32 [ -2128831035, %entry ], [ %h2, %body ]\n"	/* 0x811c9dc5 */
+	"  %done = icmp uge i32 %i, %n\n"
+	"  br i1 %done, label %out, label %body\n"
+	"body:\n"
+	"  %i64 = zext i32 %i to i64\n"
+	"  %bp = getelementptr inbounds i8, ptr %p, i64 %i64\n"
+	"  %b = load i8, ptr %bp, align 1\n"
+	"  %bz = zext i8 %b to i32\n"
+	"  %h1 = xor i32 %h, %bz\n"
+	"  %h2 = mul i32 %h1, 16777619\n"
+	"  %i1 = add i32 %i, 1\n"
+	"  br label %loop\n"
+	"out:\n"
+	"  ret i32 %h\n"
+	"}\n"
+	"define internal i1 @gx.key_eq(ptr %a, ptr %b, i32 %n) {\n"
+	"entry:\n"
+	"  br label %loop\n"
+	"loop:\n"
+	"  %i = phi i32 [ 0, %entry ], [ %i1, %same ]\n"
+	"  %done = icmp uge i32 %i, %n\n"
+	"  br i1 %done, label %yes, label %body\n"
+	"body:\n"
+	"  %i64 = zext i32 %i to i64\n"
+	"  %ap = getelementptr inbounds i8, ptr %a, i64 %i64\n"
+	"  %bp = getelementptr inbounds i8, ptr %b, i64 %i64\n"
+	"  %av = load i8, ptr %ap, align 1\n"
+	"  %bv = load i8, ptr %bp, align 1\n"
+	"  %eq = icmp eq i8 %av, %bv\n"
+	"  %i1 = add i32 %i, 1\n"
+	"  br i1 %eq, label %same, label %no\n"
+	"same:\n"
+	"  br label %loop\n"
+	"yes:\n"
+	"  ret i1 true\n"
+	"no:\n"
+	"  ret i1 false\n"
+	"}\n"
+	/* Bucket %idx of the table at %hdr (bucket size %bs). */
+	"define internal ptr @gx.bucket(ptr %hdr, i32 %bs, i32 %idx) {\n"
+	"  %i64 = zext i32 %idx to i64\n"
+	"  %b64 = zext i32 %bs to i64\n"
+	"  %o = mul i64 %i64, %b64\n"
+	"  %o16 = add i64 %o, 16\n"
+	"  %p = getelementptr inbounds i8, ptr %hdr, i64 %o16\n"
+	"  ret ptr %p\n"
+	"}\n"
+	/* The FULL bucket holding @key, or null. A BUSY bucket is waited for: the insert that claimed it has happened. */
+	"define internal ptr @gx.hash_find(ptr %d, ptr %key) {\n"
+	"entry:\n"
+	"  %base = load i64, ptr %d, align 8\n"
+	"  %hdr = inttoptr i64 %base to ptr\n"
+	"  %ksp = getelementptr inbounds %gx.desc, ptr %d, i32 0, i32 3\n"
+	"  %ks = load i32, ptr %ksp, align 4\n"
+	"  %nb = load i32, ptr %hdr, align 4\n"
+	"  %bsp = getelementptr inbounds i8, ptr %hdr, i64 4\n"
+	"  %bs = load i32, ptr %bsp, align 4\n"
+	"  %h = call i32 @gx.fnv(ptr %key, i32 %ks)\n"
+	"  %mask = sub i32 %nb, 1\n"
+	"  %start = and i32 %h, %mask\n"
+	"  br label %loop\n"
+	"loop:\n"
+	"  %n = phi i32 [ 0, %entry ], [ %n1, %next ]\n"
+	"  %idx = phi i32 [ %start, %entry ], [ %idx1, %next ]\n"
+	"  %more = icmp ult i32 %n, %nb\n"
+	"  br i1 %more, label %probe, label %miss\n"
+	"probe:\n"
+	"  %bp = call ptr @gx.bucket(ptr %hdr, i32 %bs, i32 %idx)\n"
+	"  br label %spin\n"
+	/* An insert in flight (BUSY) has claimed its bucket: wait until it is published. */
+	"spin:\n"
+	"  %st = load atomic i32, ptr %bp acquire, align 4\n"
+	"  %busy = icmp eq i32 %st, 1\n"
+	"  br i1 %busy, label %spin, label %seen\n"
+	"seen:\n"
+	"  %empty = icmp eq i32 %st, 0\n"
+	"  br i1 %empty, label %miss, label %chk\n"
+	"chk:\n"
+	"  %full = icmp eq i32 %st, 2\n"
+	"  br i1 %full, label %chkh, label %next\n"
+	"chkh:\n"
+	"  %hp = getelementptr inbounds i8, ptr %bp, i64 4\n"
+	"  %bh = load i32, ptr %hp, align 4\n"
+	"  %heq = icmp eq i32 %bh, %h\n"
+	"  br i1 %heq, label %chkk, label %next\n"
+	"chkk:\n"
+	"  %kp = getelementptr inbounds i8, ptr %bp, i64 8\n"
+	"  %keq = call i1 @gx.key_eq(ptr %kp, ptr %key, i32 %ks)\n"
+	"  br i1 %keq, label %hit, label %next\n"
+	"next:\n"
+	"  %n1 = add i32 %n, 1\n"
+	"  %idx2 = add i32 %idx, 1\n"
+	"  %idx1 = and i32 %idx2, %mask\n"
+	"  br label %loop\n"
+	"hit:\n"
+	"  ret ptr %bp\n"
+	"miss:\n"
+	"  ret ptr null\n"
+	"}\n"
+	/* Value address inside bucket %bp: after the 8-byte state/hash and the key rounded to 8. */
+	"define internal ptr @gx.hash_value(ptr %d, ptr %bp) {\n"
+	"  %ksp = getelementptr inbounds %gx.desc, ptr %d, i32 0, i32 3\n"
+	"  %ks = load i32, ptr %ksp, align 4\n"
+	"  %k7 = add i32 %ks, 7\n"
+	"  %kr = and i32 %k7, -8\n"
+	"  %off = add i32 %kr, 8\n"
+	"  %o64 = zext i32 %off to i64\n"
+	"  %v = getelementptr inbounds i8, ptr %bp, i64 %o64\n"
+	"  ret ptr %v\n"
+	"}\n"
+	"define internal i64 @gx.hash_lookup(ptr %d, ptr %key) {\n"
+	"entry:\n"
+	"  %bp = call ptr @gx.hash_find(ptr %d, ptr %key)\n"
+	"  %miss = icmp eq ptr %bp, null\n"
+	"  br i1 %miss, label %none, label %hit\n"
+	"hit:\n"
+	"  %v = call ptr @gx.hash_value(ptr %d, ptr %bp)\n"
+	"  %r = ptrtoint ptr %v to i64\n"
+	"  ret i64 %r\n"
+	"none:\n"
+	"  ret i64 0\n"
+	"}\n"
+	/* bpf_map_update_elem on a hash map: flags 0 ANY, 1 NOEXIST, 2 EXIST (errnos as the host's). */
+	"define internal i64 @gx.hash_update(ptr %d, ptr %key, ptr %val, i64 %flags) {\n"
+	"entry:\n"
+	"  %bad = icmp ugt i64 %flags, 2\n"
+	"  br i1 %bad, label %einval, label %find\n"
+	"find:\n"
+	"  %vsp = getelementptr inbounds %gx.desc, ptr %d, i32 0, i32 4\n"
+	"  %vs = load i32, ptr %vsp, align 4\n"
+	"  %vs64 = zext i32 %vs to i64\n"
+	"  %old = call ptr @gx.hash_find(ptr %d, ptr %key)\n"
+	"  %miss = icmp eq ptr %old, null\n"
+	"  br i1 %miss, label %absent, label %present\n"
+	"present:\n"
+	"  %noex = icmp eq i64 %flags, 1\n"
+	"  br i1 %noex, label %eexist, label %overwrite\n"
+	"overwrite:\n"
+	"  %ov = call ptr @gx.hash_value(ptr %d, ptr %old)\n"
+	"  call void @llvm.memcpy.p0.p0.i64(ptr align 1 %ov, ptr align 1 %val, i64 %vs64, i1 false)\n"
+	"  ret i64 0\n"
+	"absent:\n"
+	"  %exist = icmp eq i64 %flags, 2\n"
+	"  br i1 %exist, label %enoent, label %reserve\n"
+	"reserve:\n"
+	"  %base = load i64, ptr %d, align 8\n"
+	"  %hdr = inttoptr i64 %base to ptr\n"
+	"  %cntp = getelementptr inbounds i8, ptr %hdr, i64 8\n"
+	"  %mxp = getelementptr inbounds %gx.desc, ptr %d, i32 0, i32 5\n"
+	"  %max = load i32, ptr %mxp, align 4\n"
+	"  %cnt = atomicrmw add ptr %cntp, i32 1 monotonic, align 4\n"
+	"  %over = icmp uge i32 %cnt, %max\n"
+	"  br i1 %over, label %e2big, label %claim\n"
+	"claim:\n"
+	"  %ksp = getelementptr inbounds %gx.desc, ptr %d, i32 0, i32 3\n"
+	"  %ks = load i32, ptr %ksp, align 4\n"
+	"  %ks64 = zext i32 %ks to i64\n"
+	"  %nb = load i32, ptr %hdr, align 4\n"
+	"  %bsp = getelementptr inbounds i8, ptr %hdr, i64 4\n"
+	"  %bs = load i32, ptr %bsp, align 4\n"
+	"  %h = call i32 @gx.fnv(ptr %key, i32 %ks)\n"
+	"  %mask = sub i32 %nb, 1\n"
+	"  %start = and i32 %h, %mask\n"
+	"  br label %loop\n"
+	"loop:\n"
+	"  %n = phi i32 [ 0, %claim ], [ %n1, %next ]\n"
+	"  %idx = phi i32 [ %start, %claim ], [ %idx1, %next ]\n"
+	"  %more = icmp ult i32 %n, %nb\n"
+	"  br i1 %more, label %try, label %full\n"
+	"try:\n"
+	"  %bp = call ptr @gx.bucket(ptr %hdr, i32 %bs, i32 %idx)\n"
+	"  %pair = cmpxchg ptr %bp, i32 0, i32 1 acq_rel acquire, align 4\n"
+	"  %won = extractvalue { i32, i1 } %pair, 1\n"
+	"  br i1 %won, label %fill, label %wait\n"
+	"fill:\n"
+	"  %hp = getelementptr inbounds i8, ptr %bp, i64 4\n"
+	"  store i32 %h, ptr %hp, align 4\n"
+	"  %kp = getelementptr inbounds i8, ptr %bp, i64 8\n"
+	"  call void @llvm.memcpy.p0.p0.i64(ptr align 1 %kp, ptr align 1 %key, i64 %ks64, i1 false)\n"
+	"  %nv = call ptr @gx.hash_value(ptr %d, ptr %bp)\n"
+	"  call void @llvm.memcpy.p0.p0.i64(ptr align 1 %nv, ptr align 1 %val, i64 %vs64, i1 false)\n"
+	"  store atomic i32 2, ptr %bp release, align 4\n"
+	"  ret i64 0\n"
+	/* Someone else holds the bucket: once it is published, it may be our key. */
+	"wait:\n"
+	"  %st = load atomic i32, ptr %bp acquire, align 4\n"
+	"  %busy = icmp eq i32 %st, 1\n"
+	"  br i1 %busy, label %wait, label %seen\n"
+	"seen:\n"
+	"  %isfull = icmp eq i32 %st, 2\n"
+	"  br i1 %isfull, label %same, label %next\n"
+	"same:\n"
+	"  %skp = getelementptr inbounds i8, ptr %bp, i64 8\n"
+	"  %keq = call i1 @gx.key_eq(ptr %skp, ptr %key, i32 %ks)\n"
+	"  br i1 %keq, label %raced, label %next\n"
+	"raced:\n"
+	"  %r1 = atomicrmw sub ptr %cntp, i32 1 monotonic, align 4\n"
+	"  %noex2 = icmp eq i64 %flags, 1\n"
+	"  br i1 %noex2, label %eexist, label %rwrite\n"
+	"rwrite:\n"
+	"  %rv = call ptr @gx.hash_value(ptr %d, ptr %bp)\n"
+	"  call void @llvm.memcpy.p0.p0.i64(ptr align 1 %rv, ptr align 1 %val, i64 %vs64, i1 false)\n"
+	"  ret i64 0\n"
+	"next:\n"
+	"  %n1 = add i32 %n, 1\n"
+	"  %idx2 = add i32 %idx, 1\n"
+	"  %idx1 = and i32 %idx2, %mask\n"
+	"  br label %loop\n"
+	"full:\n"
+	"  %r2 = atomicrmw sub ptr %cntp, i32 1 monotonic, align 4\n"
+	"  ret i64 -7\n"
+	"e2big:\n"
+	"  %r3 = atomicrmw sub ptr %cntp, i32 1 monotonic, align 4\n"
+	"  ret i64 -7\n"
+	"einval:\n"
+	"  ret i64 -22\n"
+	"eexist:\n"
+	"  ret i64 -17\n"
+	"enoent:\n"
+	"  ret i64 -2\n"
+	"}\n"
+	"define internal i64 @gx.hash_delete(ptr %d, ptr %key) {\n"
+	"entry:\n"
+	"  %bp = call ptr @gx.hash_find(ptr %d, ptr %key)\n"
+	"  %miss = icmp eq ptr %bp, null\n"
+	"  br i1 %miss, label %enoent, label %del\n"
+	"del:\n"
+	"  %pair = cmpxchg ptr %bp, i32 2, i32 3 acq_rel monotonic, align 4\n"
+	"  %won = extractvalue { i32, i1 } %pair, 1\n"
+	"  br i1 %won, label %gone, label %enoent\n"
+	"gone:\n"
+	"  %base = load i64, ptr %d, align 8\n"
+	"  %hdr = inttoptr i64 %base to ptr\n"
+	"  %cntp = getelementptr inbounds i8, ptr %hdr, i64 8\n"
+	"  %c = atomicrmw sub ptr %cntp, i32 1 monotonic, align 4\n"
+	"  ret i64 0\n"
+	"enoent:\n"
+	"  ret i64 -2\n"
+	"}\n";
+
 /* ld_imm64 src=3 on the device: the address the host put in gpuext_rt_vars, or 0. */
 static const char rt_vars[] =
 	"@gpuext_rt_vars = addrspace(1) externally_initialized global [%u x { i64, i64 }] "
@@ -593,6 +886,8 @@ int gpuext_ptx_runtime_ir(size_t map_cnt, bool per_thread, bool with_vars, const
 			   "align 8\n", nmaps);
 	if (!err)
 		err = append(&buf, &len, "%s", rt_common);
+	if (!err)
+		err = append(&buf, &len, "%s", rt_hash);
 	if (!err && with_vars)
 		err = append(&buf, &len, rt_vars, GPUEXT_PTX_MAX_VARS, GPUEXT_PTX_MAX_VARS,
 			     GPUEXT_PTX_MAX_VARS, GPUEXT_PTX_MAX_VARS);
@@ -607,3 +902,176 @@ int gpuext_ptx_runtime_ir(size_t map_cnt, bool per_thread, bool with_vars, const
 	return 0;
 }
 
+
+/* ------------------------------------------------------------------ */
+/* Hash maps: the host side of the device layout (ptx.h)                */
+/* ------------------------------------------------------------------ */
+
+_Static_assert(sizeof(struct gpuext_ptx_hash_hdr) == 16, "hash header layout");
+_Static_assert(BPF_MAP_TYPE_HASH == 1 && BPF_MAP_TYPE_LRU_HASH == 9, "hash map types");
+
+#define HASH_IMAGE_LIMIT (64u << 20)
+
+static uint32_t round8_u32(uint32_t v)
+{
+	return (v + 7u) & ~7u;
+}
+
+uint32_t gpuext_ptx_hash_key(const void *key, uint32_t key_size)
+{
+	const uint8_t *p = key;
+	uint32_t h = 0x811c9dc5u;
+
+	for (uint32_t i = 0; i < key_size; i++) {
+		h ^= p[i];
+		h *= 16777619u;
+	}
+	return h;
+}
+
+int gpuext_ptx_hash_layout(uint32_t key_size, uint32_t value_size, uint32_t max_entries,
+			   uint32_t *nr_buckets, uint32_t *bucket_size, size_t *bytes)
+{
+	uint64_t nb = 2, bs, total;
+
+	if (!key_size || !value_size || !max_entries || key_size > 512 || value_size > 65536)
+		return -EINVAL;
+	/* At most half full: short probe sequences, and room for tombstones. */
+	while (nb < 2ull * max_entries)
+		nb <<= 1;
+	bs = 8ull + round8_u32(key_size) + round8_u32(value_size);
+	total = sizeof(struct gpuext_ptx_hash_hdr) + nb * bs;
+	if (nb > (1ull << 31) || total > HASH_IMAGE_LIMIT)
+		return -E2BIG;
+	if (nr_buckets)
+		*nr_buckets = (uint32_t)nb;
+	if (bucket_size)
+		*bucket_size = (uint32_t)bs;
+	if (bytes)
+		*bytes = (size_t)total;
+	return 0;
+}
+
+/* Bucket @idx of @table. */
+static uint8_t *hash_bucket(void *table, uint32_t idx)
+{
+	struct gpuext_ptx_hash_hdr *h = table;
+
+	return (uint8_t *)table + sizeof(*h) + (size_t)idx * h->bucket_size;
+}
+
+void *gpuext_ptx_hash_lookup(void *table, uint32_t key_size, const void *key)
+{
+	struct gpuext_ptx_hash_hdr *h = table;
+	uint32_t hv = gpuext_ptx_hash_key(key, key_size), mask = h->nr_buckets - 1;
+
+	for (uint32_t n = 0, idx = hv & mask; n < h->nr_buckets; n++, idx = (idx + 1) & mask) {
+		uint8_t *b = hash_bucket(table, idx);
+		uint32_t state, bh;
+
+		memcpy(&state, b, 4);
+		if (state == GPUEXT_PTX_HASH_EMPTY)
+			return NULL;
+		memcpy(&bh, b + 4, 4);
+		if (state == GPUEXT_PTX_HASH_FULL && bh == hv && !memcmp(b + 8, key, key_size))
+			return b + 8 + round8_u32(key_size);
+	}
+	return NULL;
+}
+
+int gpuext_ptx_hash_insert(void *table, uint32_t key_size, uint32_t value_size, const void *key,
+			   const void *value)
+{
+	struct gpuext_ptx_hash_hdr *h = table;
+	uint32_t hv = gpuext_ptx_hash_key(key, key_size), mask = h->nr_buckets - 1;
+	uint8_t *v = gpuext_ptx_hash_lookup(table, key_size, key);
+
+	if (v) {
+		memcpy(v, value, value_size);
+		return 0;
+	}
+	if (h->count >= h->max_entries)
+		return -E2BIG;
+	for (uint32_t n = 0, idx = hv & mask; n < h->nr_buckets; n++, idx = (idx + 1) & mask) {
+		uint8_t *b = hash_bucket(table, idx);
+		uint32_t state, full = GPUEXT_PTX_HASH_FULL;
+
+		memcpy(&state, b, 4);
+		if (state != GPUEXT_PTX_HASH_EMPTY)
+			continue;
+		memcpy(b + 4, &hv, 4);
+		memcpy(b + 8, key, key_size);
+		memcpy(b + 8 + round8_u32(key_size), value, value_size);
+		memcpy(b, &full, 4);
+		h->count++;
+		return 0;
+	}
+	return -E2BIG;
+}
+
+int gpuext_ptx_hash_image(struct gpuext_map *m, struct gpuext_ptx_map_desc *dd, uint8_t **image,
+			  size_t *bytes)
+{
+	struct gpuext_ptx_hash_hdr *h;
+	uint32_t type, nb, bs;
+	uint8_t *key = NULL, *next = NULL, *val = NULL;
+	bool first = true;
+	int err;
+
+	if (!m || !dd || !image || !bytes)
+		return GPUEXT_ERR(EINVAL);
+	*image = NULL;
+	*bytes = 0;
+	type = gpuext_map__type(m);
+	if (type != BPF_MAP_TYPE_HASH && type != BPF_MAP_TYPE_LRU_HASH)
+		return GPUEXT_ERR(EINVAL);
+	memset(dd, 0, sizeof(*dd));
+	dd->type = type;
+	dd->key_size = gpuext_map__key_size(m);
+	dd->value_size = gpuext_map__value_size(m);
+	dd->max_entries = gpuext_map__max_entries(m);
+	dd->stride = round8_u32(dd->value_size);
+	dd->nr_slots = 1;
+	err = gpuext_ptx_hash_layout(dd->key_size, dd->value_size, dd->max_entries, &nb, &bs, bytes);
+	if (err) {
+		gpuext_log(m->rt, GPUEXT_LOG_WARN, "ptx: hash map '%s' (key %u, value %u, %u entries) "
+			   "does not fit the device layout (%s)", gpuext_map__name(m), dd->key_size,
+			   dd->value_size, dd->max_entries, strerror(-err));
+		*bytes = 0;
+		return GPUEXT_ERR(-err);
+	}
+	*image = calloc(1, *bytes);
+	key = malloc(dd->key_size);
+	next = malloc(dd->key_size);
+	val = malloc(dd->value_size);
+	if (!*image || !key || !next || !val) {
+		err = -ENOMEM;
+		goto out;
+	}
+	h = (struct gpuext_ptx_hash_hdr *)*image;
+	h->nr_buckets = nb;
+	h->bucket_size = bs;
+	h->max_entries = dd->max_entries;
+	/* The live entries of the host map, re-inserted: tombstones vanish here. */
+	while (!gpuext_map__next_key(m, first ? NULL : key, next)) {
+		first = false;
+		memcpy(key, next, dd->key_size);
+		if (gpuext_map__lookup(m, key, val))
+			continue;
+		err = gpuext_ptx_hash_insert(*image, dd->key_size, dd->value_size, key, val);
+		if (err)
+			goto out;
+	}
+	err = 0;
+out:
+	free(key);
+	free(next);
+	free(val);
+	if (err) {
+		free(*image);
+		*image = NULL;
+		*bytes = 0;
+		return GPUEXT_ERR(-err);
+	}
+	return 0;
+}

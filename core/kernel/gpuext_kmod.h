@@ -57,6 +57,9 @@ struct gpu_list {
 	u32 kind;			/* GPUEXT_LIST_USED / _UNUSED */
 	u64 hook_token;			/* == dev token while a hook was given this list */
 	struct gpuext_mem_dev *dev;
+	/* bpf_gpu_list_nth cursor: a walk n = 0, 1, 2 ... is O(1) per step */
+	struct list_head *cur;
+	u32 cur_n;
 };
 
 /* The prefetch region being decided in gpu_page_prefetch. */

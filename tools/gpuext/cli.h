@@ -14,6 +14,7 @@ int cmd_backends(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_codegen(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
 
 /* Shared by subcommands: log to stderr with a "gpuext: " prefix (WARN always,
  * INFO/DEBUG with -v). */

@@ -27,6 +27,7 @@ static const struct {
 	{ "verify", cmd_verify, "verify programs: accept/reject with the rule, the log and statistics" },
 	{ "run-prog", cmd_run_prog, "run one program in the reference interpreter, print r0" },
 	{ "codegen", cmd_codegen, "compile one program to PTX, SPIR-V or host LLVM IR" },
+	{ "trace", cmd_trace, "run a CUDA app with eBPF probes in its kernels, show what they see" },
 	{ "maps", cmd_maps, "list or dump the maps of running gpuext processes" },
 	{ "backends", cmd_backends, "what this machine has: simulator, NVIDIA, AMD, Intel" },
 	{ "version", cmd_version, "print versions of gpuext and its libraries" },

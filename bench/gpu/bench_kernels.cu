@@ -1,0 +1,363 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * bench_kernels WORKLOAD [REPS]: the workloads bench/gpu/run.sh times with
+ * and without probes. Each prints one line
+ *   BENCH workload=W size=S reps=R median_ms=M min_ms=m per=P
+ * timed with CUDA events after a warm-up (which also takes the one-time
+ * module JIT out of the numbers), and "CHECK ok|WRONG" for its result.
+ *
+ *   tiny      launch-bound: 20000 launches of a 1-block kernel; per = us/launch
+ *   gemm      2048^3 fp32 tiled GEMM (16x16 tiles), one kernel >= 1 ms
+ *   stencil   5-point Jacobi sweep over 20480^2 floats (3.3 GB moved)
+ *   reduce    sum of 2^30 floats, grid-stride, one kernel
+ *   decode    an LLM-like decode step: 32 x (layernorm, GEMV 4096x4096,
+ *             softmax over 32 heads x 4096, GEMV 4096x4096), 128 kernels
+ *   membound [REPS [LOG2N]]  c = a + b over 2^LOG2N floats (default 2^22; memtrace's
+ *             case: every access traced, run at a smaller size)
+ */
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../../tools/gpu/apps/common.h"
+
+__global__ void k_tiny(int *p) { if (threadIdx.x == 0) p[blockIdx.x] += 1; }
+
+#define T 16
+__global__ void k_gemm(const float *A, const float *B, float *C, int n)
+{
+	__shared__ float sa[T][T], sb[T][T];
+	int row = blockIdx.y * T + threadIdx.y, col = blockIdx.x * T + threadIdx.x;
+	float acc = 0;
+
+	for (int k0 = 0; k0 < n; k0 += T) {
+		sa[threadIdx.y][threadIdx.x] = A[row * n + k0 + threadIdx.x];
+		sb[threadIdx.y][threadIdx.x] = B[(k0 + threadIdx.y) * n + col];
+		__syncthreads();
+#pragma unroll
+		for (int k = 0; k < T; k++)
+			acc += sa[threadIdx.y][k] * sb[k][threadIdx.x];
+		__syncthreads();
+	}
+	C[row * n + col] = acc;
+}
+
+__global__ void k_stencil(const float *in, float *out, int n)
+{
+	int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+
+	if (x <= 0 || y <= 0 || x >= n - 1 || y >= n - 1)
+		return;
+	size_t i = (size_t)y * n + x;
+	out[i] = 0.2f * (in[i] + in[i - 1] + in[i + 1] + in[i - n] + in[i + n]);
+}
+
+__global__ void k_reduce(const float *in, size_t n, float *out)
+{
+	__shared__ float s[256];
+	float acc = 0;
+
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x)
+		acc += in[i];
+	s[threadIdx.x] = acc;
+	__syncthreads();
+	for (int st = blockDim.x / 2; st > 0; st /= 2) {
+		if (threadIdx.x < st)
+			s[threadIdx.x] += s[threadIdx.x + st];
+		__syncthreads();
+	}
+	if (threadIdx.x == 0)
+		atomicAdd(out, s[0]);
+}
+
+/* Decode step kernels: one block per row (GEMV) / per head (softmax). */
+__global__ void k_layernorm(const float *x, float *y, int d)
+{
+	__shared__ float s1[256], s2[256];
+	float a = 0, b = 0;
+
+	for (int i = threadIdx.x; i < d; i += blockDim.x) {
+		a += x[i];
+		b += x[i] * x[i];
+	}
+	s1[threadIdx.x] = a;
+	s2[threadIdx.x] = b;
+	__syncthreads();
+	for (int st = blockDim.x / 2; st > 0; st /= 2) {
+		if (threadIdx.x < st) {
+			s1[threadIdx.x] += s1[threadIdx.x + st];
+			s2[threadIdx.x] += s2[threadIdx.x + st];
+		}
+		__syncthreads();
+	}
+	float mean = s1[0] / d, var = s2[0] / d - mean * mean, inv = rsqrtf(var + 1e-5f);
+	for (int i = threadIdx.x; i < d; i += blockDim.x)
+		y[i] = (x[i] - mean) * inv;
+}
+
+__global__ void k_gemv(const float *W, const float *x, float *y, int d)
+{
+	__shared__ float s[256];
+	const float *w = W + (size_t)blockIdx.x * d;
+	float acc = 0;
+
+	for (int i = threadIdx.x; i < d; i += blockDim.x)
+		acc += w[i] * x[i];
+	s[threadIdx.x] = acc;
+	__syncthreads();
+	for (int st = blockDim.x / 2; st > 0; st /= 2) {
+		if (threadIdx.x < st)
+			s[threadIdx.x] += s[threadIdx.x + st];
+		__syncthreads();
+	}
+	if (threadIdx.x == 0)
+		y[blockIdx.x] = s[0] * 1e-3f;
+}
+
+__global__ void k_softmax(float *x, int len)
+{
+	__shared__ float s[256];
+	float *r = x + (size_t)blockIdx.x * len, m = -INFINITY, sum = 0;
+
+	for (int i = threadIdx.x; i < len; i += blockDim.x)
+		m = fmaxf(m, r[i]);
+	s[threadIdx.x] = m;
+	__syncthreads();
+	for (int st = blockDim.x / 2; st > 0; st /= 2) {
+		if (threadIdx.x < st)
+			s[threadIdx.x] = fmaxf(s[threadIdx.x], s[threadIdx.x + st]);
+		__syncthreads();
+	}
+	m = s[0];
+	__syncthreads();
+	for (int i = threadIdx.x; i < len; i += blockDim.x)
+		sum += __expf(r[i] - m);
+	s[threadIdx.x] = sum;
+	__syncthreads();
+	for (int st = blockDim.x / 2; st > 0; st /= 2) {
+		if (threadIdx.x < st)
+			s[threadIdx.x] += s[threadIdx.x + st];
+		__syncthreads();
+	}
+	sum = s[0];
+	for (int i = threadIdx.x; i < len; i += blockDim.x)
+		r[i] = __expf(r[i] - m) / sum;
+}
+
+__global__ void k_add(const float *a, const float *b, float *c, int n)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+		c[i] = a[i] + b[i];
+}
+
+__global__ void k_fill(float *p, size_t n, unsigned seed)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		unsigned h = (unsigned)i * 2654435761u ^ seed;
+		h ^= h >> 13;
+		h *= 0x5bd1e995u;
+		p[i] = (float)(h & 0xffff) / 65536.0f - 0.5f;
+	}
+}
+
+__global__ void k_ones(float *p, size_t n)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x)
+		p[i] = 1.0f;
+}
+
+static float *dalloc(size_t n, unsigned seed)
+{
+	float *p;
+
+	CK(cudaMalloc(&p, n * sizeof(float)));
+	k_fill<<<1024, 256>>>(p, n, seed);
+	CK_LAUNCH();
+	return p;
+}
+
+struct timer {
+	cudaEvent_t a, b;
+	timer() { CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b)); }
+	void start() { CK(cudaEventRecord(a)); }
+	float stop()
+	{
+		float ms;
+
+		CK(cudaEventRecord(b));
+		CK(cudaEventSynchronize(b));
+		CK(cudaEventElapsedTime(&ms, a, b));
+		return ms;
+	}
+};
+
+static void report(const char *w, const char *size, std::vector<float> &ms, double per)
+{
+	std::sort(ms.begin(), ms.end());
+	printf("BENCH workload=%s size=%s reps=%zu median_ms=%.4f min_ms=%.4f per=%.4f\n", w, size,
+	       ms.size(), ms[ms.size() / 2], ms[0], per);
+}
+
+int main(int argc, char **argv)
+{
+	std::string w = argc > 1 ? argv[1] : "tiny";
+	int reps = argc > 2 ? atoi(argv[2]) : 10;
+	std::vector<float> ms;
+	timer t;
+
+	if (w == "tiny") {
+		int *p, launches = 20000;
+		CK(cudaMalloc(&p, 4096));
+		CK(cudaMemset(p, 0, 4096));
+		for (int i = 0; i < 1000; i++)
+			k_tiny<<<1, 32>>>(p);
+		CK(cudaDeviceSynchronize());
+		for (int r = 0; r < reps; r++) {
+			t.start();
+			for (int i = 0; i < launches; i++)
+				k_tiny<<<1, 32>>>(p);
+			CK_LAUNCH();
+			ms.push_back(t.stop());
+		}
+		int v;
+		CK(cudaMemcpy(&v, p, 4, cudaMemcpyDeviceToHost));
+		printf("CHECK %s\n", v == 1000 + reps * launches ? "ok" : "WRONG");
+		std::vector<float> s = ms;
+		std::sort(s.begin(), s.end());
+		report("tiny", "20000x<<<1,32>>>", ms, s[s.size() / 2] * 1e3 / launches);
+	} else if (w == "gemm") {
+		int n = 2048;
+		float *A = dalloc((size_t)n * n, 1), *B = dalloc((size_t)n * n, 2), *C;
+		CK(cudaMalloc(&C, (size_t)n * n * 4));
+		dim3 g(n / T, n / T), b(T, T);
+		k_gemm<<<g, b>>>(A, B, C, n);
+		CK(cudaDeviceSynchronize());
+		for (int r = 0; r < reps; r++) {
+			t.start();
+			k_gemm<<<g, b>>>(A, B, C, n);
+			CK_LAUNCH();
+			ms.push_back(t.stop());
+		}
+		/* One entry against float64. */
+		std::vector<float> ha(n), hb(n);
+		float c;
+		CK(cudaMemcpy(ha.data(), A + (size_t)5 * n, n * 4, cudaMemcpyDeviceToHost));
+		CK(cudaMemcpy2D(hb.data(), 4, B + 7, (size_t)n * 4, 4, n, cudaMemcpyDeviceToHost));
+		CK(cudaMemcpy(&c, C + (size_t)5 * n + 7, 4, cudaMemcpyDeviceToHost));
+		double ref = 0;
+		for (int k = 0; k < n; k++)
+			ref += (double)ha[k] * hb[k];
+		printf("CHECK %s\n", fabs(ref - c) < 1e-3 * (1 + fabs(ref)) ? "ok" : "WRONG");
+		report("gemm", "2048^3", ms, 0);
+	} else if (w == "stencil") {
+		int n = 20480;
+		float *in = dalloc((size_t)n * n, 3), *out;
+		CK(cudaMalloc(&out, (size_t)n * n * 4));
+		dim3 b(32, 8), g(n / 32, n / 8);
+		k_stencil<<<g, b>>>(in, out, n);
+		CK(cudaDeviceSynchronize());
+		for (int r = 0; r < reps; r++) {
+			t.start();
+			k_stencil<<<g, b>>>(in, out, n);
+			CK_LAUNCH();
+			ms.push_back(t.stop());
+		}
+		float h[3], o;
+		size_t i = (size_t)100 * n + 100;
+		CK(cudaMemcpy(h, in + i - 1, 12, cudaMemcpyDeviceToHost));
+		float up, dn;
+		CK(cudaMemcpy(&up, in + i - n, 4, cudaMemcpyDeviceToHost));
+		CK(cudaMemcpy(&dn, in + i + n, 4, cudaMemcpyDeviceToHost));
+		CK(cudaMemcpy(&o, out + i, 4, cudaMemcpyDeviceToHost));
+		float ref = 0.2f * (h[1] + h[0] + h[2] + up + dn);
+		printf("CHECK %s\n", fabsf(ref - o) < 1e-5f ? "ok" : "WRONG");
+		report("stencil", "20480^2", ms, 0);
+	} else if (w == "reduce") {
+		size_t n = (size_t)1 << 30;
+		float *in, *out;
+		CK(cudaMalloc(&in, n * 4));
+		CK(cudaMalloc(&out, 4));
+		/* Ones: the answer is n (to float rounding of the block sums). */
+		k_ones<<<1024, 256>>>(in, n);
+		CK_LAUNCH();
+		int grid = 132 * 8;
+		for (int r = -1; r < reps; r++) {
+			CK(cudaMemset(out, 0, 4));
+			t.start();
+			k_reduce<<<grid, 256>>>(in, n, out);
+			CK_LAUNCH();
+			float m = t.stop();
+			if (r >= 0)
+				ms.push_back(m);
+		}
+		float s;
+		CK(cudaMemcpy(&s, out, 4, cudaMemcpyDeviceToHost));
+		printf("CHECK %s\n", fabs(s - (double)n) < 1e-3 * n ? "ok" : "WRONG");
+		report("reduce", "2^30 floats", ms, 0);
+	} else if (w == "decode") {
+		int d = 4096, L = 32, heads = 32, ctxlen = 4096;
+		std::vector<float *> W1(L), W2(L);
+		for (int l = 0; l < L; l++) {
+			W1[l] = dalloc((size_t)d * d, 10 + l);
+			W2[l] = dalloc((size_t)d * d, 100 + l);
+		}
+		float *x = dalloc(d, 7), *h = dalloc(d, 8), *att = dalloc((size_t)heads * ctxlen, 9);
+		auto step = [&]() {
+			for (int l = 0; l < L; l++) {
+				k_layernorm<<<1, 256>>>(x, h, d);
+				k_gemv<<<d, 256>>>(W1[l], h, x, d);
+				k_softmax<<<heads, 256>>>(att, ctxlen);
+				k_gemv<<<d, 256>>>(W2[l], x, h, d);
+			}
+			CK_LAUNCH();
+		};
+		step();
+		CK(cudaDeviceSynchronize());
+		for (int r = 0; r < reps; r++) {
+			t.start();
+			step();
+			ms.push_back(t.stop());
+		}
+		std::vector<float> a(ctxlen);
+		CK(cudaMemcpy(a.data(), att, ctxlen * 4, cudaMemcpyDeviceToHost));
+		double s = 0;
+		for (float v : a)
+			s += v;
+		printf("CHECK %s\n", fabs(s - 1.0) < 1e-3 ? "ok" : "WRONG");
+		report("decode", "32x(ln+gemv4096+softmax32x4096+gemv4096)", ms, 0);
+	} else if (w == "membound") {
+		int lg = argc > 3 ? atoi(argv[3]) : 22;
+		int n = 1 << (lg < 8 ? 8 : lg > 28 ? 28 : lg);
+		float *a = dalloc(n, 1), *b = dalloc(n, 2), *c;
+		CK(cudaMalloc(&c, n * 4));
+		k_add<<<n / 256, 256>>>(a, b, c, n);
+		CK(cudaDeviceSynchronize());
+		for (int r = 0; r < reps; r++) {
+			t.start();
+			k_add<<<n / 256, 256>>>(a, b, c, n);
+			CK_LAUNCH();
+			ms.push_back(t.stop());
+		}
+		float ha, hb, hc;
+		int at = 12345 % n;
+		CK(cudaMemcpy(&ha, a + at, 4, cudaMemcpyDeviceToHost));
+		CK(cudaMemcpy(&hb, b + at, 4, cudaMemcpyDeviceToHost));
+		CK(cudaMemcpy(&hc, c + at, 4, cudaMemcpyDeviceToHost));
+		printf("CHECK %s\n", hc == ha + hb ? "ok" : "WRONG");
+		char sz[32];
+		snprintf(sz, sizeof(sz), "2^%d floats", lg);
+		report(lg == 22 ? "membound" : "membound_small", sz, ms, 0);
+	} else {
+		fprintf(stderr, "bench_kernels: unknown workload '%s' (tiny gemm stencil reduce decode membound)\n",
+			w.c_str());
+		return 2;
+	}
+	return 0;
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Probe overhead on an NVIDIA GPU: each workload of bench_kernels.cu without probes and under
+# each tool, side by side in one run (the uninstrumented run is repeated at the end of each
+# workload to show the noise), and attach latency of a 128-kernel module without probes,
+# with a cold probe cache and with a warm one. Prints a table of ratios (bench/gpu/report.py).
+#
+# Run by tools/gpu/probes.sh on the GPU machine, which sets GX_LOADER/GX_LIBDIR/GX_BIN (how
+# to start the bundled gpuext), GPUEXT_PROBE_DIR and GPUEXT_NVPROBE_LIB. By hand, where
+# gpuext runs natively: GX_BIN=build/gpuext bench/gpu/run.sh
+# BENCH_REPS scales the repetitions (default 1 = the numbers in bench_kernels.cu's header).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+top=$PWD
+logs=${GX_LOGS:-$(mktemp -d)}
+work=$(mktemp -d /tmp/gx-bench.XXXXXX)
+gx() {
+  if [ -n "${GX_LOADER:-}" ]; then "$GX_LOADER" --library-path "$GX_LIBDIR" "$GX_BIN" "$@"
+  else "${GX_BIN:-$top/build/gpuext}" "$@"; fi
+}
+PATH=$PATH:/usr/local/cuda/bin
+nvcc -O3 -arch=sm_90 -o "$work/bench_kernels" "$top/bench/gpu/bench_kernels.cu" >"$logs/bench_nvcc.log" 2>&1 ||
+  nvcc -O3 -o "$work/bench_kernels" "$top/bench/gpu/bench_kernels.cu" >>"$logs/bench_nvcc.log" 2>&1 ||
+  { echo "bench: nvcc failed"; tail -n 20 "$logs/bench_nvcc.log"; exit 1; }
+"$top/bench/gpu/gen_many_kernels.sh" 128 "$work/many_kernels.cu"
+nvcc -O2 -I"$top/tools/gpu/apps" -o "$work/many_kernels" "$work/many_kernels.cu" >>"$logs/bench_nvcc.log" 2>&1 ||
+  { echo "bench: nvcc failed on many_kernels"; tail -n 20 "$logs/bench_nvcc.log"; exit 1; }
+
+res=$logs/bench_results.txt
+: >"$res"
+# A tool whose probes write a ring buffer per block or per access can be slower than the
+# budget allows: each run gets BENCH_RUN_TIMEOUT seconds (default 25) and shows as "timeout".
+tmo=${BENCH_RUN_TIMEOUT:-25}
+# one CONFIG WORKLOAD REPS [ARG]: a line "RUN config=... <the BENCH line>" into $res
+one() {
+  local cfg=$1 w=$2 reps=$3 arg=${4:-} log=$logs/bench_${1}_$2${4:+_$4}.log
+  if [ "$cfg" = base ] || [ "$cfg" = base2 ]; then
+    timeout -k 5 120 "$work/bench_kernels" "$w" "$reps" $arg >"$log" 2>&1
+  else
+    timeout -k 5 "$tmo" "${GX_LOADER:-env}" ${GX_LOADER:+--library-path "$GX_LIBDIR"} \
+        "${GX_BIN:-$top/build/gpuext}" trace "$cfg" --interval 0 -- "$work/bench_kernels" "$w" "$reps" $arg \
+        >"$log" 2>&1
+  fi
+  local rc=$? b c
+  b=$(grep -m1 '^BENCH ' "$log")
+  c=$(grep -m1 '^CHECK ' "$log" | cut -d' ' -f2)
+  [ $rc -eq 124 ] || [ $rc -eq 137 ] && b="BENCH workload=${w}${arg:+_small} timeout=${tmo}s"
+  echo "RUN config=$cfg rc=$rc check=${c:-none} ${b:-BENCH workload=$w failed}" >>"$res"
+}
+m=${BENCH_REPS:-1}
+for w in tiny gemm stencil reduce decode membound; do
+  case $w in tiny) reps=$((5 * m)) ;; membound) reps=$((20 * m)) ;; *) reps=$((10 * m)) ;; esac
+  one base "$w" "$reps"
+  for t in kernelretsnoop threadhist launchlate smload kerneldur; do one "$t" "$w" "$reps"; done
+  one base2 "$w" "$reps"
+done
+# memtrace records every access of every thread: measured on a small memory-bound kernel.
+one base membound 3 10
+one memtrace membound 3 10
+one base2 membound 3 10
+
+# Attach latency: the 128-kernel module, first launches timed inside the app.
+export GPUEXT_CACHE_DIR=$work/cache
+for i in 1 2; do
+  timeout 60 "$work/many_kernels" >"$logs/attach_base$i.log" 2>&1
+  echo "ATTACHRUN config=base $(grep -m1 '^ATTACH' "$logs/attach_base$i.log")" >>"$res"
+done
+rm -rf "$GPUEXT_CACHE_DIR"
+for cfg in cold cached cached; do
+  timeout -k 5 120 "${GX_LOADER:-env}" ${GX_LOADER:+--library-path "$GX_LIBDIR"} \
+      "${GX_BIN:-$top/build/gpuext}" trace threadhist --interval 0 -- "$work/many_kernels" \
+      >"$logs/attach_$cfg.log" 2>&1
+  echo "ATTACHRUN config=$cfg $(grep -m1 '^ATTACH' "$logs/attach_$cfg.log") $(grep -m1 '^CHECK' "$logs/attach_$cfg.log")" >>"$res"
+done
+gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)
+python3 "$top/bench/gpu/report.py" "$res" "$gpu"

@@ -1,0 +1,507 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Device probes as PTX functions: every SEC("probe/entry|exit|load|store")
+ * program of one object is lifted (codegen/lift.c), linked with the device
+ * runtime into ONE module (one gpuext_rt_maps table: object-wide map
+ * indexes), wrapped in `.func gpuext_probe_<event>(.param .b64 ctx)` and
+ * printed as PTX without a module header, for hal/nvidia/ptx_splice.c to
+ * append to an application's module (ptx.h has the contract).
+ *
+ * Why one module per object: the loader gives every program of an object
+ * the object's map list as prog->maps (core/loader.c), so an entry and an
+ * exit probe naming the same map carry the same index; one runtime module
+ * with one table keeps that true on the GPU.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/IRReader.h>
+#include <llvm-c/Linker.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+
+#include "codegen.h"
+#include "gpuext/probe.h"
+#include "gpuext/verifier.h"
+#include "internal.h"
+#include "ptx/ptx.h"
+#include "ptx/ptx_impl.h"
+#include "target.h"
+
+#define PTX_TRIPLE (gpuext_cg_target_desc(GPUEXT_CG_PTX)->triple)
+
+static const char *const ev_names[GPUEXT_PTX_PROBE_NR] = { "entry", "exit", "load", "store" };
+
+/*
+ * "probe/entry" (or "probe/entry/anything") -> GPUEXT_PTX_PROBE_ENTRY ...;
+ * -1 for another "probe/..." section (a typo the user must hear about);
+ * -2 for a section that is not a probe at all.
+ */
+static int probe_event(const char *sec)
+{
+	if (!sec || strncmp(sec, "probe/", 6))
+		return -2;
+	sec += 6;
+	for (int i = 0; i < GPUEXT_PTX_PROBE_NR; i++) {
+		size_t n = strlen(ev_names[i]);
+
+		if (!strncmp(sec, ev_names[i], n) && (sec[n] == '\0' || sec[n] == '/'))
+			return i;
+	}
+	return -1;
+}
+
+struct probe_diag {
+	char text[1024];
+	bool error;
+};
+
+static void probe_diag_handler(LLVMDiagnosticInfoRef di, void *user)
+{
+	struct probe_diag *d = user;
+	size_t len = strlen(d->text);
+	char *msg;
+
+	if (LLVMGetDiagInfoSeverity(di) != LLVMDSError)
+		return;
+	msg = LLVMGetDiagInfoDescription(di);
+	if (len < sizeof(d->text) - 1)
+		snprintf(d->text + len, sizeof(d->text) - len, "%s%s", len ? "; " : "", msg);
+	LLVMDisposeMessage(msg);
+	d->error = true;
+}
+
+static bool starts_with(const char *s, const char *p)
+{
+	return !strncmp(s, p, strlen(p));
+}
+
+/*
+ * Helpers and kfuncs the runtime does not implement get a body, as
+ * gpuext_ptx_emit() gives them (kfuncs -EINVAL, helpers -EOPNOTSUPP);
+ * anything else undefined would leave an .extern the app module cannot
+ * resolve: an error.
+ */
+static int probe_stubs(struct gpuext_runtime *rt, LLVMModuleRef mod, LLVMContextRef ctx)
+{
+	LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+	int err = 0;
+
+	for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
+		const char *name = LLVMGetValueName(f);
+		LLVMTypeRef rty = LLVMGetReturnType(LLVMGlobalGetValueType(f));
+		long long val;
+
+		if (!LLVMIsDeclaration(f) || starts_with(name, "llvm."))
+			continue;
+		if (starts_with(name, "gpuext_rt_kfunc_")) {
+			val = -EINVAL;
+		} else if (starts_with(name, "gpuext_rt_helper_")) {
+			val = -EOPNOTSUPP;
+		} else {
+			gpuext_log(rt, GPUEXT_LOG_WARN, "ptx: probes call %s, which the device "
+				   "runtime does not define", name);
+			err = -ENOSYS;
+			continue;
+		}
+		LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, f, "stub"));
+		if (LLVMGetTypeKind(rty) == LLVMIntegerTypeKind) {
+			LLVMBuildRet(b, LLVMConstInt(rty, (unsigned long long)val, true));
+		} else if (LLVMGetTypeKind(rty) == LLVMPointerTypeKind) {
+			LLVMBuildRet(b, LLVMConstNull(rty));
+		} else if (LLVMGetTypeKind(rty) == LLVMVoidTypeKind) {
+			LLVMBuildRetVoid(b);
+		} else {
+			LLVMBuildUnreachable(b);
+			gpuext_log(rt, GPUEXT_LOG_WARN, "ptx: %s returns a type no stub produces", name);
+			err = -ENOSYS;
+		}
+		LLVMSetLinkage(f, LLVMInternalLinkage);
+	}
+	LLVMDisposeBuilder(b);
+	return err;
+}
+
+/*
+ * Only the probe functions and the globals the host fills stay visible;
+ * every other symbol becomes internal and is renamed gpuext_<name> (the text
+ * lands in an application's module: no name of ours may clash with one of
+ * its own, and NVPTX would spell the runtime's "gx.x" as "gx_$_x").
+ */
+static void probe_internalize(LLVMModuleRef mod)
+{
+	static const char *const keep[] = { "gpuext_rt_maps", "gpuext_rt_prandom_seed",
+					     "gpuext_rt_vars" };
+	char name[256];
+
+	for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
+		const char *n = LLVMGetValueName(f);
+
+		if (LLVMIsDeclaration(f))
+			continue;
+		if (starts_with(n, "gpuext_probe_") && LLVMGetLinkage(f) != LLVMInternalLinkage)
+			continue;
+		LLVMSetLinkage(f, LLVMInternalLinkage);
+	}
+	for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g; g = LLVMGetNextGlobal(g)) {
+		const char *n = LLVMGetValueName(g);
+		bool kept = false;
+
+		if (LLVMIsDeclaration(g))
+			continue;
+		for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+			kept |= !strcmp(n, keep[i]);
+		if (!kept)
+			LLVMSetLinkage(g, LLVMInternalLinkage);
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		LLVMValueRef v = pass ? LLVMGetFirstGlobal(mod) : LLVMGetFirstFunction(mod);
+
+		for (; v; v = pass ? LLVMGetNextGlobal(v) : LLVMGetNextFunction(v)) {
+			const char *n = LLVMGetValueName(v);
+			size_t i, o;
+
+			if (LLVMIsDeclaration(v) || starts_with(n, "gpuext_") || starts_with(n, "llvm."))
+				continue;
+			o = (size_t)snprintf(name, sizeof(name), "gpuext_");
+			for (i = 0; n[i] && o + 1 < sizeof(name); i++) {
+				char c = n[i];
+
+				name[o++] = ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+					     (c >= '0' && c <= '9') || c == '_') ? c : '_';
+			}
+			name[o] = '\0';
+			LLVMSetValueName2(v, name, o);
+		}
+	}
+}
+
+static int link_ir(struct gpuext_runtime *rt, LLVMContextRef ctx, LLVMModuleRef mod,
+		   const char *ir, const char *what)
+{
+	LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy(ir, strlen(ir), what);
+	LLVMModuleRef m = NULL;
+	char *msg = NULL;
+
+	if (LLVMParseIRInContext(ctx, mb, &m, &msg)) { /* takes mb */
+		gpuext_log(rt, GPUEXT_LOG_WARN, "ptx: %s IR does not parse: %s", what,
+			   msg ? msg : "?");
+		LLVMDisposeMessage(msg);
+		return -EINVAL;
+	}
+	LLVMSetTarget(m, LLVMGetTarget(mod));
+	LLVMSetDataLayout(m, LLVMGetDataLayoutStr(mod));
+	if (LLVMLinkModules2(mod, m)) { /* destroys m */
+		gpuext_log(rt, GPUEXT_LOG_WARN, "ptx: linking the %s failed", what);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The gpuext_probe_<event> wrappers: the calling convention the splicer relies on. */
+static int wrapper_ir(size_t *cnt, size_t nprogs, bool per_thread, char **out)
+{
+	size_t cap = 4096 + nprogs * 256, len = 0;
+	char *buf = malloc(cap);
+
+#define W(...) len += (size_t)snprintf(buf + len, cap - len, __VA_ARGS__)
+	if (!buf)
+		return -ENOMEM;
+	buf[0] = '\0';
+	W("declare i32 @llvm.nvvm.activemask()\n"
+	  "declare i32 @llvm.cttz.i32(i32, i1)\n"
+	  "declare i32 @llvm.nvvm.read.ptx.sreg.laneid()\n"
+	  "declare void @llvm.nvvm.bar.warp.sync(i32)\n");
+	for (int e = 0; e < GPUEXT_PTX_PROBE_NR; e++)
+		for (size_t i = 0; i < cnt[e]; i++)
+			W("declare i64 @gpuext_pr_%s_%zu(ptr, i64)\n", ev_names[e], i);
+	for (int e = 0; e < GPUEXT_PTX_PROBE_NR; e++) {
+		if (!cnt[e])
+			continue;
+		W("define void @gpuext_probe_%s(ptr %%ctx) {\nentry:\n", ev_names[e]);
+		if (!per_thread) {
+			/* The lowest active lane runs; the others wait at the warp barrier. */
+			W("  %%mask = call i32 @llvm.nvvm.activemask()\n"
+			  "  %%leader = call i32 @llvm.cttz.i32(i32 %%mask, i1 true)\n"
+			  "  %%lane = call i32 @llvm.nvvm.read.ptx.sreg.laneid()\n"
+			  "  %%isl = icmp eq i32 %%lane, %%leader\n"
+			  "  br i1 %%isl, label %%lead, label %%join\n"
+			  "lead:\n");
+		}
+		for (size_t i = 0; i < cnt[e]; i++)
+			W("  %%r%zu = call i64 @gpuext_pr_%s_%zu(ptr %%ctx, i64 %zu)\n", i, ev_names[e],
+			  i, sizeof(struct gpuext_probe_ctx));
+		if (!per_thread)
+			W("  br label %%join\n"
+			  "join:\n"
+			  "  call void @llvm.nvvm.bar.warp.sync(i32 %%mask)\n");
+		W("  ret void\n}\n");
+	}
+#undef W
+	if (len >= cap) {
+		free(buf);
+		return -E2BIG;
+	}
+	*out = buf;
+	return 0;
+}
+
+/*
+ * NVPTX prints a whole module; the splicer wants the body only. Drops the
+ * .version/.target/.address_size lines and says in comments which PTX ISA
+ * version and target the text needs (the splicer raises the app's module
+ * to them).
+ */
+static int strip_header(const char *in, size_t n, const char *sm, uint32_t events, char **text,
+			size_t *len)
+{
+	char version[16] = "8.0", head[256];
+	size_t hl, o = 0;
+	const char *p = in, *end = in + n;
+	char *buf;
+
+	for (const char *q = in; q < end;) {
+		const char *nl = memchr(q, '\n', (size_t)(end - q));
+		const char *s = q;
+
+		while (s < end && (*s == ' ' || *s == '\t'))
+			s++;
+		if (starts_with(s, ".version")) {
+			sscanf(s + 8, " %15[0-9.]", version);
+			break;
+		}
+		q = nl ? nl + 1 : end;
+	}
+	hl = (size_t)snprintf(head, sizeof(head),
+			      "// gpuext device probes (codegen/ptx/ptx_probe.c):%s%s%s%s\n"
+			      "// gpuext-ptx-version %s\n// gpuext-ptx-target %s\n",
+			      events & 1 ? " entry" : "", events & 2 ? " exit" : "",
+			      events & 4 ? " load" : "", events & 8 ? " store" : "", version, sm);
+	buf = malloc(hl + n + 1);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, head, hl);
+	o = hl;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *next = nl ? nl + 1 : end, *s = p;
+
+		while (s < next && (*s == ' ' || *s == '\t'))
+			s++;
+		if (!starts_with(s, ".version") && !starts_with(s, ".target") &&
+		    !starts_with(s, ".address_size")) {
+			memcpy(buf + o, p, (size_t)(next - p));
+			o += (size_t)(next - p);
+		}
+		p = next;
+	}
+	buf[o] = '\0';
+	*text = buf;
+	*len = o;
+	return 0;
+}
+
+/* Checks @prog may become device code: verified as a device probe, object-wide map indexes. */
+static int check_prog(struct gpuext_object *obj, struct gpuext_prog *prog)
+{
+	struct gpuext_runtime *rt = gpuext_prog__runtime(prog);
+	GPUEXT_OPTS(gpuext_verify_opts, vo, .type = GPUEXT_PROG_DEVICE_PROBE);
+	struct gpuext_verify_result res = { .sz = sizeof(res) };
+	int err;
+
+	/*
+	 * Core keeps no "verified as" mark on a program, so the probe is
+	 * verified here, as the type its section names: nothing reaches a
+	 * GPU that the verifier did not accept as a device probe.
+	 */
+	err = gpuext_prog__verify(prog, &vo, &res);
+	if (err || !res.accepted) {
+		gpuext_log(rt, GPUEXT_LOG_WARN, "ptx: probe %s (SEC(\"%s\")) is not verified as a "
+			   "device_probe (%s at insn %u): refusing to emit it", gpuext_prog__name(prog),
+			   gpuext_prog__section(prog), err == -EACCES || !err ?
+			   gpuext_rule_name(res.rule) : strerror(-err), res.insn_idx);
+		return -EPERM;
+	}
+	if (gpuext_prog__map_cnt(prog) > gpuext_object__map_cnt(obj))
+		goto bad_maps;
+	for (size_t i = 0; i < gpuext_prog__map_cnt(prog); i++)
+		if (gpuext_prog__map(prog, i) != gpuext_object__map(obj, i))
+			goto bad_maps;
+	return 0;
+bad_maps:
+	gpuext_log(rt, GPUEXT_LOG_WARN, "ptx: probe %s: its map list is not the object's, so map "
+		   "indexes would differ between probes", gpuext_prog__name(prog));
+	return -EINVAL;
+}
+
+int gpuext_ptx_probe_emit(struct gpuext_object *obj, const char *sm, bool per_thread,
+			  uint32_t *events, char **text, size_t *len)
+{
+	struct probe_diag diag = { .text = "", .error = false };
+	size_t cnt[GPUEXT_PTX_PROBE_NR] = { 0 }, nprogs = 0;
+	struct gpuext_runtime *rt;
+	LLVMTargetMachineRef tm = NULL;
+	LLVMMemoryBufferRef out = NULL;
+	LLVMModuleRef mod = NULL;
+	LLVMContextRef ctx = NULL;
+	LLVMTargetRef target;
+	char *msg = NULL, *ir = NULL;
+	uint32_t ev = 0;
+	bool vars = false;
+	int err = 0;
+
+	if (!obj || !text || !len)
+		return GPUEXT_ERR(EINVAL);
+	*text = NULL;
+	*len = 0;
+	if (events)
+		*events = 0;
+	if (!gpuext_object__prog_cnt(obj))
+		return GPUEXT_ERR(ENOENT);
+	rt = gpuext_prog__runtime(gpuext_object__prog(obj, 0));
+	if (!sm)
+		sm = GPUEXT_PTX_DEFAULT_SM;
+	if (!gpuext_ptx_sm_supported(sm)) {
+		gpuext_log(rt, GPUEXT_LOG_WARN, "ptx: unsupported target '%s' (use sm_75, sm_80, "
+			   "sm_86, sm_87, sm_89 or sm_90)", sm);
+		return GPUEXT_ERR(EINVAL);
+	}
+	for (size_t i = 0; i < gpuext_object__prog_cnt(obj); i++) {
+		struct gpuext_prog *p = gpuext_object__prog(obj, i);
+		int e = probe_event(gpuext_prog__section(p));
+
+		if (e == -2)
+			continue;
+		if (e == -1) {
+			gpuext_log(rt, GPUEXT_LOG_WARN, "ptx: program %s: unknown probe section "
+				   "'%s' (use probe/entry, probe/exit, probe/load or probe/store)",
+				   gpuext_prog__name(p), gpuext_prog__section(p));
+			return GPUEXT_ERR(EINVAL);
+		}
+		err = check_prog(obj, p);
+		if (err)
+			return GPUEXT_ERR(-err);
+		nprogs++;
+	}
+	if (!nprogs) {
+		gpuext_log(rt, GPUEXT_LOG_WARN, "ptx: object %s has no SEC(\"probe/...\") program",
+			   gpuext_object__name(obj));
+		return GPUEXT_ERR(ENOENT);
+	}
+
+	gpuext_cg_init_llvm();
+	if (LLVMGetTargetFromTriple(PTX_TRIPLE, &target, &msg)) {
+		gpuext_log(rt, GPUEXT_LOG_WARN, "ptx: this LLVM has no NVPTX target (%s)",
+			   msg ? msg : "?");
+		LLVMDisposeMessage(msg);
+		return GPUEXT_ERR(ENOSYS);
+	}
+	tm = LLVMCreateTargetMachine(target, PTX_TRIPLE, sm, GPUEXT_PTX_ISA_FEATURE,
+				     LLVMCodeGenLevelDefault, LLVMRelocDefault, LLVMCodeModelDefault);
+	if (!tm)
+		return GPUEXT_ERR(ENOMEM);
+	ctx = LLVMContextCreate();
+	LLVMContextSetDiagnosticHandler(ctx, probe_diag_handler, &diag);
+	mod = LLVMModuleCreateWithNameInContext("gpuext_probes", ctx);
+	{
+		LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+		char *dl = LLVMCopyStringRepOfTargetData(td);
+
+		LLVMSetDataLayout(mod, dl);
+		LLVMSetTarget(mod, PTX_TRIPLE);
+		LLVMDisposeMessage(dl);
+		LLVMDisposeTargetData(td);
+	}
+
+	/* Each probe lifted under its own entry name (its subprograms are prefixed with it). */
+	for (size_t i = 0; i < gpuext_object__prog_cnt(obj) && !err; i++) {
+		struct gpuext_prog *p = gpuext_object__prog(obj, i);
+		int e = probe_event(gpuext_prog__section(p));
+		char name[64];
+		LLVMModuleRef pm = NULL;
+
+		if (e < 0)
+			continue;
+		snprintf(name, sizeof(name), "gpuext_pr_%s_%zu", ev_names[e], cnt[e]++);
+		ev |= 1u << e;
+		{
+			GPUEXT_OPTS(gpuext_cg_lift_opts, lo, .target = GPUEXT_CG_PTX, .entry_name = name);
+
+			err = gpuext_cg_lift(p, ctx, &lo, &pm);
+		}
+		if (err) {
+			gpuext_log(rt, GPUEXT_LOG_WARN, "ptx: probe %s: lifting failed (%d)",
+				   gpuext_prog__name(p), err);
+			break;
+		}
+		LLVMSetDataLayout(pm, LLVMGetDataLayoutStr(mod));
+		LLVMSetTarget(pm, PTX_TRIPLE);
+		if (LLVMLinkModules2(mod, pm)) {
+			gpuext_log(rt, GPUEXT_LOG_WARN, "ptx: probe %s: linking failed",
+				   gpuext_prog__name(p));
+			err = -EINVAL;
+		}
+	}
+	if (err)
+		goto out;
+	vars = LLVMGetNamedFunction(mod, "gpuext_rt_var") != NULL;
+	err = gpuext_ptx_runtime_ir(gpuext_object__map_cnt(obj), per_thread, vars, NULL, &ir);
+	if (!err)
+		err = link_ir(rt, ctx, mod, ir, "device runtime");
+	free(ir);
+	ir = NULL;
+	if (!err)
+		err = wrapper_ir(cnt, nprogs, per_thread, &ir);
+	if (!err)
+		err = link_ir(rt, ctx, mod, ir, "probe wrappers");
+	free(ir);
+	if (!err)
+		err = probe_stubs(rt, mod, ctx);
+	if (err)
+		goto out;
+	probe_internalize(mod);
+	if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+		gpuext_log(rt, GPUEXT_LOG_WARN, "ptx: probes of %s: invalid module: %.600s",
+			   gpuext_object__name(obj), msg ? msg : "?");
+		err = -EINVAL;
+		goto out;
+	}
+	LLVMDisposeMessage(msg);
+	msg = NULL;
+	err = gpuext_cg_optimize(mod, tm);
+	if (err)
+		goto out;
+	if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &msg, &out) ||
+	    diag.error) {
+		gpuext_log(rt, GPUEXT_LOG_WARN, "ptx: probes of %s: NVPTX code generation failed: "
+			   "%s%s%s", gpuext_object__name(obj), msg ? msg : "",
+			   msg && diag.error ? "; " : "", diag.text);
+		err = -EINVAL;
+		goto out;
+	}
+	{
+		const char *b = LLVMGetBufferStart(out);
+		size_t n = LLVMGetBufferSize(out);
+
+		while (n && b[n - 1] == '\0')
+			n--;
+		err = strip_header(b, n, sm, ev, text, len);
+	}
+	if (!err && events)
+		*events = ev;
+out:
+	LLVMDisposeMessage(msg);
+	if (out)
+		LLVMDisposeMemoryBuffer(out);
+	if (mod)
+		LLVMDisposeModule(mod);
+	if (ctx)
+		LLVMContextDispose(ctx);
+	LLVMDisposeTargetMachine(tm);
+	if (err < 0)
+		errno = -err;
+	return err;
+}

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The few CUDA Driver API types, constants and signatures the preload
+ * library needs, written from NVIDIA's documented ABI so that the library
+ * (and its tests' fake libcuda) build without the CUDA toolkit. Values are
+ * those of cuda.h (CUDA 12/13); every handle is an opaque pointer.
+ *
+ * Internal to hal/nvidia (not installed).
+ */
+#ifndef GPUEXT_NV_CUDA_H
+#define GPUEXT_NV_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef unsigned long long cuuint64_t;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUlib_st *CUlibrary;
+typedef struct CUkern_st *CUkernel;
+typedef struct CUstream_st *CUstream;
+typedef struct CUlinkState_st *CUlinkState;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphNode_st *CUgraphNode;
+typedef struct CUgraphExec_st *CUgraphExec;
+typedef int CUjit_option;
+typedef int CUlibraryOption;
+typedef int CUjitInputType;
+
+#define CUDA_SUCCESS 0
+#define CUDA_ERROR_INVALID_VALUE 1
+#define CUDA_ERROR_OUT_OF_MEMORY 2
+#define CUDA_ERROR_NOT_INITIALIZED 3
+#define CUDA_ERROR_INVALID_IMAGE 200
+#define CUDA_ERROR_INVALID_CONTEXT 201
+#define CUDA_ERROR_NOT_FOUND 500
+#define CUDA_ERROR_NOT_SUPPORTED 801
+
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+
+#define CU_JIT_INFO_LOG_BUFFER 3
+#define CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES 4
+#define CU_JIT_ERROR_LOG_BUFFER 5
+#define CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
+#define CU_JIT_TARGET 9
+#define CU_JIT_INPUT_CUBIN 0
+#define CU_JIT_INPUT_PTX 1
+
+#define CU_MEMHOSTALLOC_PORTABLE 0x01
+#define CU_MEMHOSTALLOC_DEVICEMAP 0x02
+#define CU_STREAM_NON_BLOCKING 0x1
+
+/* cuGetProcAddress flags (CUdriverProcAddress_flags). */
+#define CU_GET_PROC_ADDRESS_DEFAULT 0
+#define CU_GET_PROC_ADDRESS_LEGACY_STREAM 1
+#define CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM 2
+
+/* CUlaunchConfig (cuLaunchKernelEx); attributes are passed through untouched. */
+typedef struct {
+	unsigned gridDimX, gridDimY, gridDimZ;
+	unsigned blockDimX, blockDimY, blockDimZ;
+	unsigned sharedMemBytes;
+	CUstream hStream;
+	void *attrs;
+	unsigned numAttrs;
+} CUlaunchConfig;
+
+/* CUDA_KERNEL_NODE_PARAMS v1 is a prefix of v2 (which adds kern, ctx). */
+typedef struct {
+	CUfunction func;
+	unsigned gridDimX, gridDimY, gridDimZ;
+	unsigned blockDimX, blockDimY, blockDimZ;
+	unsigned sharedMemBytes;
+	void **kernelParams;
+	void **extra;
+	CUkernel kern;		/* v2 only: used when func is NULL */
+	CUcontext ctx;		/* v2 only */
+} CUDA_KERNEL_NODE_PARAMS_v2;
+
+/* Signatures of every interposed entry point and every one called. */
+typedef CUresult (*PFN_cuModuleLoadData)(CUmodule *, const void *);
+typedef CUresult (*PFN_cuModuleLoadDataEx)(CUmodule *, const void *, unsigned, CUjit_option *,
+					   void **);
+typedef CUresult (*PFN_cuModuleLoadFatBinary)(CUmodule *, const void *);
+typedef CUresult (*PFN_cuModuleLoad)(CUmodule *, const char *);
+typedef CUresult (*PFN_cuModuleUnload)(CUmodule);
+typedef CUresult (*PFN_cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+typedef CUresult (*PFN_cuModuleGetGlobal)(CUdeviceptr *, size_t *, CUmodule, const char *);
+typedef CUresult (*PFN_cuLibraryLoadData)(CUlibrary *, const void *, CUjit_option *, void **,
+					  unsigned, CUlibraryOption *, void **, unsigned);
+typedef CUresult (*PFN_cuLibraryLoadFromFile)(CUlibrary *, const char *, CUjit_option *,
+					      void **, unsigned, CUlibraryOption *, void **,
+					      unsigned);
+typedef CUresult (*PFN_cuLibraryUnload)(CUlibrary);
+typedef CUresult (*PFN_cuLibraryGetKernel)(CUkernel *, CUlibrary, const char *);
+typedef CUresult (*PFN_cuLibraryGetModule)(CUmodule *, CUlibrary);
+typedef CUresult (*PFN_cuLibraryGetGlobal)(CUdeviceptr *, size_t *, CUlibrary, const char *);
+typedef CUresult (*PFN_cuKernelGetFunction)(CUfunction *, CUkernel);
+typedef CUresult (*PFN_cuFuncGetName)(const char **, CUfunction);
+typedef CUresult (*PFN_cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
+				       unsigned, unsigned, unsigned, CUstream, void **, void **);
+typedef CUresult (*PFN_cuLaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
+typedef CUresult (*PFN_cuLaunchCooperativeKernel)(CUfunction, unsigned, unsigned, unsigned,
+						  unsigned, unsigned, unsigned, unsigned,
+						  CUstream, void **);
+typedef CUresult (*PFN_cuCtxCreate_v2)(CUcontext *, unsigned, CUdevice);
+typedef CUresult (*PFN_cuCtxCreate_v3)(CUcontext *, void *, int, unsigned, CUdevice);
+typedef CUresult (*PFN_cuCtxCreate_v4)(CUcontext *, void *, unsigned, CUdevice);
+typedef CUresult (*PFN_cuCtxDestroy)(CUcontext);
+typedef CUresult (*PFN_cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+typedef CUresult (*PFN_cuDevicePrimaryCtxRelease)(CUdevice);
+typedef CUresult (*PFN_cuDevicePrimaryCtxReset)(CUdevice);
+typedef CUresult (*PFN_cuDevicePrimaryCtxGetState)(CUdevice, unsigned *, int *);
+typedef CUresult (*PFN_cuGetProcAddress)(const char *, void **, int, cuuint64_t);
+typedef CUresult (*PFN_cuGetProcAddress_v2)(const char *, void **, int, cuuint64_t, int *);
+typedef CUresult (*PFN_cuGraphAddKernelNode)(CUgraphNode *, CUgraph, const CUgraphNode *,
+					     size_t, const CUDA_KERNEL_NODE_PARAMS_v2 *);
+typedef CUresult (*PFN_cuGraphKernelNodeSetParams)(CUgraphNode,
+						   const CUDA_KERNEL_NODE_PARAMS_v2 *);
+typedef CUresult (*PFN_cuGraphExecKernelNodeSetParams)(CUgraphExec, CUgraphNode,
+						       const CUDA_KERNEL_NODE_PARAMS_v2 *);
+
+typedef CUresult (*PFN_cuInit)(unsigned);
+typedef CUresult (*PFN_cuDriverGetVersion)(int *);
+typedef CUresult (*PFN_cuDeviceGetCount)(int *);
+typedef CUresult (*PFN_cuDeviceGet)(CUdevice *, int);
+typedef CUresult (*PFN_cuDeviceGetAttribute)(int *, int, CUdevice);
+typedef CUresult (*PFN_cuCtxGetCurrent)(CUcontext *);
+typedef CUresult (*PFN_cuCtxGetDevice)(CUdevice *);
+typedef CUresult (*PFN_cuCtxPushCurrent)(CUcontext);
+typedef CUresult (*PFN_cuCtxPopCurrent)(CUcontext *);
+typedef CUresult (*PFN_cuMemAlloc)(CUdeviceptr *, size_t);
+typedef CUresult (*PFN_cuMemFree)(CUdeviceptr);
+typedef CUresult (*PFN_cuMemHostAlloc)(void **, size_t, unsigned);
+typedef CUresult (*PFN_cuMemHostGetDevicePointer)(CUdeviceptr *, void *, unsigned);
+typedef CUresult (*PFN_cuMemFreeHost)(void *);
+typedef CUresult (*PFN_cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+typedef CUresult (*PFN_cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+typedef CUresult (*PFN_cuStreamCreate)(CUstream *, unsigned);
+typedef CUresult (*PFN_cuStreamSynchronize)(CUstream);
+typedef CUresult (*PFN_cuStreamDestroy)(CUstream);
+typedef CUresult (*PFN_cuLinkCreate)(unsigned, CUjit_option *, void **, CUlinkState *);
+typedef CUresult (*PFN_cuLinkAddData)(CUlinkState, CUjitInputType, void *, size_t, const char *,
+				      unsigned, CUjit_option *, void **);
+typedef CUresult (*PFN_cuLinkComplete)(CUlinkState, void **, size_t *);
+typedef CUresult (*PFN_cuLinkDestroy)(CUlinkState);
+typedef CUresult (*PFN_cuGetErrorName)(CUresult, const char **);
+typedef CUresult (*PFN_cuThreadExchangeStreamCaptureMode)(int *);
+#define CU_STREAM_CAPTURE_MODE_RELAXED 2
+
+#endif

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Internals of libgpuext-nvprobe.so shared by preload.c (interposition,
+ * module loads, launches) and nv_maps.c (device maps per context, mirroring
+ * into the shared-memory maps of `gpuext trace`). Not installed; tests use
+ * the pure parts (shm writer, ring drain, value folding).
+ */
+#ifndef GPUEXT_NV_IMPL_H
+#define GPUEXT_NV_IMPL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nv_cuda.h"
+#include "nvprobe.h"
+#include "ptx/ptx.h"
+
+/*
+ * The real driver entry points the library calls itself, resolved from
+ * libcuda.so.1 with the real dlsym (never through our own wrappers). Filled
+ * once by preload.c; read-only afterwards.
+ */
+struct nv_api {
+	PFN_cuInit Init;
+	PFN_cuDriverGetVersion DriverGetVersion;
+	PFN_cuDeviceGetCount DeviceGetCount;
+	PFN_cuDeviceGet DeviceGet;
+	PFN_cuDeviceGetAttribute DeviceGetAttribute;
+	PFN_cuCtxGetCurrent CtxGetCurrent;
+	PFN_cuCtxGetDevice CtxGetDevice;
+	PFN_cuCtxPushCurrent CtxPushCurrent;
+	PFN_cuCtxPopCurrent CtxPopCurrent;
+	PFN_cuDevicePrimaryCtxGetState DevicePrimaryCtxGetState;
+	PFN_cuMemAlloc MemAlloc;
+	PFN_cuMemFree MemFree;
+	PFN_cuMemHostAlloc MemHostAlloc;
+	PFN_cuMemHostGetDevicePointer MemHostGetDevicePointer;
+	PFN_cuMemFreeHost MemFreeHost;
+	PFN_cuMemcpyHtoDAsync MemcpyHtoDAsync;
+	PFN_cuMemcpyDtoHAsync MemcpyDtoHAsync;
+	PFN_cuStreamCreate StreamCreate;
+	PFN_cuStreamSynchronize StreamSynchronize;
+	PFN_cuStreamDestroy StreamDestroy;
+	PFN_cuLinkCreate LinkCreate;
+	PFN_cuLinkAddData LinkAddData;
+	PFN_cuLinkComplete LinkComplete;
+	PFN_cuLinkDestroy LinkDestroy;
+	PFN_cuGetErrorName GetErrorName;
+	PFN_cuModuleGetGlobal ModuleGetGlobal;
+	PFN_cuLibraryGetGlobal LibraryGetGlobal;	/* NULL before CUDA 12.0 */
+	PFN_cuFuncGetName FuncGetName;			/* NULL before CUDA 12.3 */
+	PFN_cuThreadExchangeStreamCaptureMode ThreadExchangeStreamCaptureMode; /* 10.1+ */
+};
+
+/*
+ * Our own copies and allocations must not break an app's stream capture: in
+ * the default (global) capture mode "potentially unsafe" calls from any
+ * thread invalidate it. Around them the calling thread is switched to
+ * relaxed mode, and back. Returns the previous mode (-1: not switched).
+ */
+int nv_capture_relax(const struct nv_api *cu);
+void nv_capture_restore(const struct nv_api *cu, int old);
+
+/* "CUDA_ERROR_OUT_OF_MEMORY" or "CUDA error 2". @buf holds the fallback. */
+const char *nv_cu_name(const struct nv_api *cu, CUresult r, char *buf, size_t len);
+
+/* ---- one shared-memory map of `gpuext trace` (core/maps_impl.h layout) -- */
+
+/* Opened read-write in this process; owned by struct nv_maps. */
+struct nv_shm {
+	char name[136];			/* "/gpuext.<pid>.<id>" (pack shm + a leading /) */
+	void *base;			/* mmap of the whole file */
+	size_t len;
+	uint8_t *values;		/* array values or ring data */
+	uint32_t type, key_size, value_size, max_entries;
+	uint32_t stride;		/* value_size rounded up to 8 */
+	uint32_t nr_slots;		/* of the shm map (per-CPU slots per key) */
+	uint64_t host_drops;		/* ring: records the shm ring had no room for */
+	uint64_t records;		/* ring: records written */
+};
+
+/*
+ * Opens the shm map @pm->shm and checks that it is the map the pack
+ * describes (type, key/value size, entries). -errno with the reason in @err.
+ */
+int nv_shm_open(struct nv_shm *m, const struct gx_pack_map *pm, char *err, size_t err_len);
+void nv_shm_close(struct nv_shm *m);
+/* Array maps: bytes of the value area (max_entries x nr_slots x stride). */
+size_t nv_shm_values_size(const struct nv_shm *m);
+/* Array maps: a consistent copy of / a seqcount-guarded write of all values. */
+void nv_shm_read_values(struct nv_shm *m, void *out);
+void nv_shm_write_values(struct nv_shm *m, const void *values);
+/* Ring maps: one record, as a producer of the shm ring. 0, -EAGAIN (full), -EINVAL. */
+int nv_shm_ring_output(struct nv_shm *m, const void *data, uint32_t len);
+
+/*
+ * Hash maps (BPF_MAP_TYPE_HASH/LRU_HASH) written from this process: the
+ * whole content is replaced each round. begin takes the writers' lock and
+ * empties the map, add inserts (or adds lane-wise into an existing key;
+ * -E2BIG counted in host_drops when full), end publishes. nv_shm_hash is
+ * core/maps.c's bucket hash.
+ */
+uint32_t nv_shm_hash(const void *key, uint32_t len, uint32_t seed);
+void nv_shm_hash_begin(struct nv_shm *m);
+int nv_shm_hash_add(struct nv_shm *m, const void *key, const void *value);
+void nv_shm_hash_end(struct nv_shm *m);
+/* The device geometry of a hash map (codegen/ptx/ptx.h's layout). 0, -EINVAL, -E2BIG. */
+int nv_hash_layout(uint32_t key_size, uint32_t value_size, uint32_t max_entries,
+		   uint32_t *nr_buckets, uint32_t *bucket_size, size_t *bytes);
+
+/*
+ * Moves the committed records of a device ring (its header and data in
+ * host-visible memory) into @out, in reservation order, stopping at the
+ * first record not yet committed. Consumed bytes are zeroed before the
+ * consumer position moves, so a header slot the device has reserved but not
+ * yet written reads 0 ("not ready") rather than a stale record of the
+ * previous lap. Returns records moved; records @out had no room for are
+ * counted in out->host_drops. A corrupt header skips to the producer.
+ */
+uint64_t nv_ring_drain(struct gpuext_ptx_ringbuf_hdr *h, uint8_t *data, uint32_t size,
+		       struct nv_shm *out);
+
+/*
+ * Adds (@now - @base) into @acc lane by lane: values are @value_size bytes
+ * every @stride bytes, summed as 8/4/2/1-byte little-endian lanes (the
+ * widest dividing value_size), wrapping. @src_slots values per key are
+ * folded into @dst_slots (slot s adds into s % dst_slots). The sum of
+ * deltas over GPUs is exact for counters; with one GPU the result is the
+ * device's value whatever it holds.
+ */
+void nv_fold_values(uint8_t *acc, uint32_t dst_slots, const uint8_t *now, const uint8_t *base,
+		    uint32_t src_slots, uint32_t entries, uint32_t value_size, uint32_t stride);
+
+/* ---- device maps of every context ---------------------------------------- */
+
+/* One pack map in one context. */
+struct nv_dmap {
+	size_t bytes;			/* array, hash: device bytes; ring: data bytes */
+	uint32_t nr_buckets, bucket_size;	/* hash */
+	CUdeviceptr dptr;		/* array values / ring data (device address) */
+	void *host;			/* ring: pinned data; array, hash: pinned staging */
+	struct gpuext_ptx_ringbuf_hdr *rh;	/* ring: pinned header */
+	CUdeviceptr rh_dev;
+	uint8_t *init;			/* array, hash: the image uploaded */
+	uint8_t *last;			/* array, hash: last snapshot; kept after the context dies */
+	bool have_last;
+};
+
+/* Per CUDA context; lives until process exit (dead ones keep their last values). */
+struct nv_ctx {
+	CUcontext ctx;
+	CUdevice dev;
+	int ordinal;
+	unsigned sm;			/* compute capability x 10 + y */
+	CUstream stream;		/* ours: non-blocking, for every copy we make */
+	bool dead;			/* destroyed: only ->last is used */
+	bool broken;			/* setting up failed: probes see no maps */
+	struct gpuext_ptx_map_desc desc[GX_PACK_MAX_MAPS];
+	struct nv_dmap m[GX_PACK_MAX_MAPS];
+	struct nv_ctx *next;
+};
+
+/*
+ * Every device map of the process. Owned by the preload state; @lock
+ * serialises context setup, teardown and mirroring (a context is never
+ * destroyed under a copy).
+ */
+struct nv_maps {
+	const struct nv_api *cu;
+	const struct gx_pack *pack;
+	struct nv_shm shm[GX_PACK_MAX_MAPS];
+	uint8_t *shm_init[GX_PACK_MAX_MAPS];	/* arrays: shm values at attach */
+	uint8_t *fold[GX_PACK_MAX_MAPS];	/* arrays: scratch for the sum */
+	bool placed[GX_PACK_MAX_MAPS];		/* false: not on the device (type) */
+	pthread_mutex_t lock;
+	struct nv_ctx *ctxs;
+	/* mirror thread */
+	pthread_t thread;
+	bool thread_started;
+	bool stop;
+	pthread_cond_t cond;
+	unsigned interval_ms;
+	void (*tick)(void *user);	/* called each round (launch records flush) */
+	void *tick_user;
+	uint64_t dev_drops[GX_PACK_MAX_MAPS];	/* ring: device drop counters seen */
+	uint64_t dead_drops[GX_PACK_MAX_MAPS];	/* ring: of contexts that are gone */
+};
+
+int nv_maps__init(struct nv_maps *mm, const struct gx_pack *pack, const struct nv_api *cu,
+		  char *err, size_t err_len);
+/* The state of context @c, set up (maps allocated) on first sight. NULL: no memory. */
+struct nv_ctx *nv_maps__ctx(struct nv_maps *mm, CUcontext c);
+/* Writes @x's descriptors into a module's gpuext_rt_maps (@table, @size bytes). */
+int nv_maps__fill(struct nv_maps *mm, struct nv_ctx *x, CUdeviceptr table, size_t size);
+/* Copies device maps back into the shm maps and drains the rings. */
+void nv_maps__mirror(struct nv_maps *mm);
+/* Context @c is about to go away: last snapshot, then it is dead. */
+void nv_maps__ctx_gone(struct nv_maps *mm, CUcontext c);
+/* Context @c went away without notice (primary context found inactive). */
+void nv_maps__ctx_lost(struct nv_maps *mm, CUcontext c);
+int nv_maps__start(struct nv_maps *mm);
+void nv_maps__stop(struct nv_maps *mm);
+/*
+ * "ring 'events': 10 records, 0 dropped on the device (ring full), 0 dropped
+ * on the host (shm ring full)" per ring map; @drops_only: only rings that
+ * dropped, prefixed "gpuext-nvprobe: " (for the app's stderr).
+ */
+void nv_maps__report(struct nv_maps *mm, int fd, bool drops_only);
+
+#endif

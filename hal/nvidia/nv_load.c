@@ -1,0 +1,814 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Module and library loads inside the traced app: the PTX of the image
+ * (gx_image_ptx, for the context's sm) is spliced (gx_ptx_splice) and
+ * JIT-linked through the driver (cuLink*) into a cubin that goes into the
+ * on-disk cache (gx_cache_*); the cubin is loaded in place of the app's
+ * image. SASS-only images load unchanged ("sass-only" in kernels.txt); any
+ * failure loads the original with a loud message on stderr and an
+ * "error:<what>" status. After each load the module's tables
+ * (gpuext_rt_maps, gpuext_rt_gpu_id, gpuext_rt_prandom_seed) get the
+ * context's values; a library (context-independent) gets them in each
+ * context at its first launch there. Function and kernel handles are
+ * remembered with their kernel id for the launch records.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nv_preload.h"
+#include "nv_util.h"
+
+static size_t hslot(const void *h)
+{
+	uintptr_t x = (uintptr_t)h;
+
+	x ^= x >> 17;
+	x *= 0x9e3779b97f4a7c15ull;
+	return (size_t)(x >> 40) % NV_BUCKETS;
+}
+
+/* ---- kernels.txt --------------------------------------------------------- */
+
+/* Whether (id, status) was not reported yet; marks it. Caller holds hlock (write). */
+static bool first_report(uint64_t id, const char *status)
+{
+	uint64_t key = id ^ gx_kernel_id(status, strlen(status));
+	size_t i;
+
+	if (!key)
+		key = 1;
+	if (g.rep_cnt * 2 >= g.rep_cap) {
+		size_t cap = g.rep_cap ? g.rep_cap * 2 : 1024;
+		uint64_t *t = calloc(cap, sizeof(*t));
+
+		if (!t)
+			return true;	/* a duplicate line is better than a lost one */
+		for (size_t j = 0; j < g.rep_cap; j++) {
+			if (!g.reported[j])
+				continue;
+			for (i = g.reported[j] % cap; t[i]; i = (i + 1) % cap)
+				;
+			t[i] = g.reported[j];
+		}
+		free(g.reported);
+		g.reported = t;
+		g.rep_cap = cap;
+	}
+	for (i = key % g.rep_cap; g.reported[i]; i = (i + 1) % g.rep_cap)
+		if (g.reported[i] == key)
+			return false;
+	g.reported[i] = key;
+	g.rep_cnt++;
+	return true;
+}
+
+static void report_kernel(const char *name, const char *status)
+{
+	uint64_t id = gx_kernel_id(name, strlen(name));
+	char line[1024];
+	bool first;
+	int n;
+
+	pthread_rwlock_wrlock(&g.hlock);
+	first = first_report(id, status);
+	pthread_rwlock_unlock(&g.hlock);
+	if (!first)
+		return;
+	n = nv_kernel_line(line, sizeof(line), g.pid, id, status, name);
+	if (n > 0)
+		nv_write_all(g.kernels_fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
+/* ---- handle tables --------------------------------------------------------- */
+
+static struct nv_img *img_find_locked(const void *h)
+{
+	for (struct nv_img *m = g.imgs; m; m = m->next)
+		if (m->h == h)
+			return m;
+	return NULL;
+}
+
+static struct nv_img *img_find(const void *h)
+{
+	struct nv_img *m;
+
+	pthread_rwlock_rdlock(&g.hlock);
+	m = img_find_locked(h);
+	pthread_rwlock_unlock(&g.hlock);
+	return m;
+}
+
+static struct nv_img *img_add(const void *h, bool is_lib, enum img_state st, const char *status,
+			      bool has_table)
+{
+	struct nv_img *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	m->h = h;
+	m->is_lib = is_lib;
+	m->state = st;
+	m->has_table = has_table;
+	snprintf(m->status, sizeof(m->status), "%s", status ? status : "");
+	pthread_rwlock_wrlock(&g.hlock);
+	m->next = g.imgs;
+	g.imgs = m;
+	pthread_rwlock_unlock(&g.hlock);
+	return m;
+}
+
+/*
+ * Handles are read on every launch without a lock: a node is immutable once
+ * published (a changed handle gets a new node in front), readers follow
+ * acquire loads, and nothing a reader may hold is ever freed: nodes and
+ * images of unloaded modules are unlinked, not freed (a few dozen bytes per
+ * kernel of an unloaded module, for the life of the process).
+ */
+static void drop_handles_of(struct nv_img *m)
+{
+	for (size_t b = 0; b < NV_BUCKETS; b++) {
+		_Atomic(struct nv_handle *) *hp = &g.buckets[b];
+		struct nv_handle *x;
+
+		while ((x = atomic_load_explicit(hp, memory_order_relaxed))) {
+			if (x->img == m)
+				atomic_store_explicit(hp, atomic_load_explicit(&x->next,
+							memory_order_relaxed), memory_order_release);
+			else
+				hp = &x->next;
+		}
+	}
+}
+
+/*
+ * Forgets an unloaded module/library, the per-context modules aliasing a
+ * library, and every handle from them: the driver may reuse the addresses.
+ */
+static void img_forget(const void *h)
+{
+	struct nv_img **pp, *m;
+
+	pthread_rwlock_wrlock(&g.hlock);
+	for (int pass = 0; pass < 2; pass++) {
+		for (pp = &g.imgs; (m = *pp);) {
+			bool gone = pass == 0 ? m->lib && m->lib->h == h : m->h == h;
+
+			if (!gone) {
+				pp = &m->next;
+				continue;
+			}
+			*pp = m->next;
+			drop_handles_of(m);
+			m->h = NULL;	/* unlinked; a launch racing the unload may still read it */
+		}
+	}
+	pthread_rwlock_unlock(&g.hlock);
+}
+
+struct nv_handle *nv_handle_find(const void *h)
+{
+	struct nv_handle *x = atomic_load_explicit(&g.buckets[hslot(h)], memory_order_acquire);
+
+	while (x && x->h != h)
+		x = atomic_load_explicit(&x->next, memory_order_acquire);
+	return x;
+}
+
+struct nv_handle *nv_handle_add(const void *h, uint64_t id, struct nv_img *img)
+{
+	struct nv_handle *x;
+	size_t b = hslot(h);
+
+	pthread_rwlock_wrlock(&g.hlock);
+	x = atomic_load_explicit(&g.buckets[b], memory_order_relaxed);
+	while (x && x->h != h)
+		x = atomic_load_explicit(&x->next, memory_order_relaxed);
+	if (!x || x->id != id || x->img != img) {
+		x = calloc(1, sizeof(*x));
+		if (x) {
+			x->h = h;
+			x->id = id;
+			x->img = img;
+			atomic_store_explicit(&x->next, atomic_load_explicit(&g.buckets[b],
+					      memory_order_relaxed), memory_order_relaxed);
+			atomic_store_explicit(&g.buckets[b], x, memory_order_release);
+		}
+	}
+	pthread_rwlock_unlock(&g.hlock);
+	return x;
+}
+
+/* A function or kernel was looked up by name in @owner. */
+static void saw_kernel(const void *h, const char *name, const void *owner)
+{
+	struct nv_img *img = owner ? img_find(owner) : NULL;
+
+	if (!h || !name)
+		return;
+	nv_handle_add(h, gx_kernel_id(name, strlen(name)), img);
+	if (img && img->lib)
+		img = img->lib;
+	if (img && (img->state == IMG_SASS || img->state == IMG_ERROR))
+		report_kernel(name, img->status);
+}
+
+/* ------------------------------------------------------------------ */
+/* Contexts                                                             */
+/* ------------------------------------------------------------------ */
+
+static __thread CUcontext tl_ctx;
+static __thread struct nv_ctx *tl_state;
+
+/* The state of the current context (set up on first sight); NULL if none. */
+struct nv_ctx *nv_current_ctx(void)
+{
+	CUcontext c = NULL;
+
+	if (g.cu.CtxGetCurrent(&c) != CUDA_SUCCESS || !c)
+		return NULL;
+	if (c != tl_ctx || !tl_state || tl_state->dead) {
+		tl_state = nv_maps__ctx(&g.maps, c);
+		tl_ctx = c;
+		if (tl_state)
+			nv_maps__start(&g.maps);
+	}
+	return tl_state;
+}
+
+/* A module global of @img in the current context (libraries: per context). */
+static CUresult img_global(struct nv_img *img, const char *name, CUdeviceptr *p, size_t *size)
+{
+	if (img->is_lib)
+		return g.cu.LibraryGetGlobal ?
+			       g.cu.LibraryGetGlobal(p, size, (CUlibrary)img->h, name) :
+			       CUDA_ERROR_NOT_SUPPORTED;
+	return g.cu.ModuleGetGlobal(p, size, (CUmodule)img->h, name);
+}
+
+/* Writes a small value into a module global, if the module has it. */
+static void put_global(struct nv_img *img, struct nv_ctx *x, const char *name, const void *v,
+		       size_t len)
+{
+	CUdeviceptr p = 0;
+	size_t size = 0;
+	int mode;
+
+	if (img_global(img, name, &p, &size) != CUDA_SUCCESS || size < len)
+		return;
+	mode = nv_capture_relax(&g.cu);
+	if (g.cu.MemcpyHtoDAsync(p, v, len, x->stream) == CUDA_SUCCESS)
+		g.cu.StreamSynchronize(x->stream);
+	nv_capture_restore(&g.cu, mode);
+}
+
+/*
+ * Writes what a loaded module/library's probes read from the host in
+ * context @x: the map descriptors (gpuext_rt_maps), the device ordinal
+ * (gpuext_rt_gpu_id, ptx_splice.h) and a random seed.
+ */
+static int fill_table(struct nv_img *img, struct nv_ctx *x)
+{
+	CUdeviceptr table = 0;
+	size_t size = 0;
+	uint32_t gpu = x->ordinal >= 0 ? (uint32_t)x->ordinal : 0;
+	uint64_t seed = nv_now_ns() ^ ((uint64_t)g.pid << 32) ^ (uint64_t)(uintptr_t)img;
+	int e = 0;
+
+	if (img_global(img, "gpuext_rt_maps", &table, &size) == CUDA_SUCCESS)
+		e = nv_maps__fill(&g.maps, x, table, size);
+	else if (g.pack.map_cnt)
+		e = -ENOENT;
+	put_global(img, x, "gpuext_rt_gpu_id", &gpu, sizeof(gpu));
+	put_global(img, x, "gpuext_rt_prandom_seed", &seed, sizeof(seed));
+	return e;
+}
+
+/* Makes sure @img's probes see this context's maps (libraries: once per context). */
+void nv_img_ready(struct nv_img *img, struct nv_ctx *x)
+{
+	int n;
+
+	if (img->lib)
+		img = img->lib;
+	if (!img->has_table || !x || x->broken)
+		return;
+	n = atomic_load_explicit(&img->nfilled, memory_order_acquire);
+	for (int i = 0; i < n && i < NV_MAX_CTX; i++)
+		if (atomic_load_explicit(&img->filled[i], memory_order_relaxed) == x)
+			return;
+	pthread_rwlock_wrlock(&g.hlock);
+	n = atomic_load_explicit(&img->nfilled, memory_order_relaxed);
+	for (int i = 0; i < n && i < NV_MAX_CTX; i++)
+		if (atomic_load_explicit(&img->filled[i], memory_order_relaxed) == x)
+			goto out;
+	if (fill_table(img, x)) {
+		fprintf(stderr, PFX "ERROR: cannot write the probe map table of a %s in GPU %d's "
+			"context: its probes see no maps\n", img->is_lib ? "library" : "module",
+			x->ordinal);
+	}
+	if (n < NV_MAX_CTX) {
+		atomic_store_explicit(&img->filled[n], x, memory_order_relaxed);
+		atomic_store_explicit(&img->nfilled, n + 1, memory_order_release);
+	}
+out:
+	pthread_rwlock_unlock(&g.hlock);
+}
+
+/* ------------------------------------------------------------------ */
+/* Module images: PTX -> splice -> JIT (cached) -> cubin                */
+/* ------------------------------------------------------------------ */
+
+/* What to load in place of an app image. */
+struct prep {
+	void *image;		/* malloc'd cubin (or PTX when is_ptx); NULL: the original */
+	bool is_ptx;
+	enum img_state state;
+	char status[48];	/* IMG_SASS / IMG_ERROR: for kernels.txt */
+	char why[512];		/* IMG_ERROR: the whole story, for stderr */
+	char **names;
+	size_t nnames;
+};
+
+static void prep_free(struct prep *p)
+{
+	free(p->image);
+	nv_free_names(p->names, p->nnames);
+	memset(p, 0, sizeof(*p));
+}
+
+static int jit_link(const char *ptx, size_t len, void **out, size_t *out_len, char *err,
+		    size_t err_len)
+{
+	char log[4096] = "", nb[32];
+	CUjit_option opt[2] = { CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
+	void *val[2] = { log, (void *)(uintptr_t)sizeof(log) };
+	CUlinkState ls = NULL;
+	void *cubin = NULL;
+	size_t n = 0;
+	CUresult r;
+
+	r = g.cu.LinkCreate(2, opt, val, &ls);
+	if (r == CUDA_SUCCESS)
+		r = g.cu.LinkAddData(ls, CU_JIT_INPUT_PTX, (void *)ptx, len + 1,
+				     "gpuext-spliced.ptx", 0, NULL, NULL);
+	if (r == CUDA_SUCCESS)
+		r = g.cu.LinkComplete(ls, &cubin, &n);
+	if (r == CUDA_SUCCESS && (!cubin || !n))
+		r = CUDA_ERROR_INVALID_IMAGE;
+	if (r == CUDA_SUCCESS) {
+		*out = malloc(n);
+		if (*out) {
+			memcpy(*out, cubin, n);	/* owned by the link state */
+			*out_len = n;
+		} else {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		}
+	}
+	if (r != CUDA_SUCCESS) {
+		char *nl = strchr(log, '\n');
+
+		if (nl && nl[1] == '\0')
+			*nl = '\0';
+		snprintf(err, err_len, "the driver's JIT refused the spliced PTX: %s%s%.300s",
+			 nv_cu_name(&g.cu, r, nb, sizeof(nb)), log[0] ? ": " : "", log);
+	}
+	if (ls)
+		g.cu.LinkDestroy(ls);
+	return r == CUDA_SUCCESS ? 0 : -EIO;
+}
+
+static void prep_error(struct prep *p, const char *status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void prep_error(struct prep *p, const char *status, const char *fmt, ...)
+{
+	va_list ap;
+
+	p->state = IMG_ERROR;
+	snprintf(p->status, sizeof(p->status), "%s", status);
+	va_start(ap, fmt);
+	vsnprintf(p->why, sizeof(p->why), fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * Decides what to load for @image on a device of @sm: the cached or freshly
+ * JIT-linked cubin of the spliced PTX, the spliced PTX itself (@ptx_only:
+ * a library for GPUs of different sm), or nothing (the original).
+ */
+static void prepare(const void *image, size_t len, unsigned sm, bool ptx_only, struct prep *p)
+{
+	char err[512] = "";
+	char *ptx = NULL, *out = NULL;
+	size_t ptx_len = 0, out_len = 0, cub_len = 0;
+	struct gx_splice_stats st;
+	uint8_t key[32];
+	void *cub = NULL;
+	bool any = false;
+	int e;
+
+	memset(p, 0, sizeof(*p));
+	nv_devices();
+	if (gx_image_kind(image, len) == GX_IMAGE_CUBIN) {
+		p->state = IMG_SASS;
+		snprintf(p->status, sizeof(p->status), "sass-only");
+		return;
+	}
+	e = gx_image_ptx(image, len, sm, &ptx, &ptx_len, err, sizeof(err));
+	if (e == -ENOENT) {
+		p->state = IMG_SASS;
+		snprintf(p->status, sizeof(p->status), "sass-only");
+		return;
+	}
+	if (e) {
+		prep_error(p, "error:image", "cannot read the module image: %s", err);
+		return;
+	}
+	if (nv_ptx_entries(ptx, ptx_len, &p->names, &p->nnames)) {
+		free(ptx);
+		prep_error(p, "error:memory", "out of memory listing its kernels");
+		return;
+	}
+	for (size_t i = 0; i < p->nnames && !any; i++)
+		any = nv_filter_match(g.pack.kernel_filter, p->names[i]);
+	if (!any) {
+		p->state = IMG_FILTERED;
+		free(ptx);
+		return;
+	}
+	gx_cache_key(ptx, ptx_len, g.pack.hash, sm, g.driver_version, key);
+	if (!ptx_only && gx_cache_get(key, "cubin", &cub, &cub_len) == 0 && cub_len) {
+		p->image = cub;
+		p->state = IMG_INSTR;
+		free(ptx);
+		return;
+	}
+	free(cub);
+	e = gx_ptx_splice(ptx, ptx_len, &g.pack, &out, &out_len, &st, err, sizeof(err));
+	free(ptx);
+	if (e) {
+		prep_error(p, "error:splice", "splicing the probes in failed: %s", err);
+		return;
+	}
+	if (ptx_only) {
+		p->image = out;
+		p->is_ptx = true;
+		p->state = IMG_INSTR;
+		return;
+	}
+	e = jit_link(out, out_len, &cub, &cub_len, err, sizeof(err));
+	free(out);
+	if (e) {
+		prep_error(p, "error:jit", "%s", err);
+		return;
+	}
+	e = gx_cache_put(key, "cubin", cub, cub_len);
+	if (e && !atomic_exchange(&g.cache_warned, true))
+		fprintf(stderr, PFX "warning: cannot write the JIT cache (%s): every run JITs "
+			"again\n", strerror(-e));
+	p->image = cub;
+	p->state = IMG_INSTR;
+}
+
+static const char *first_name(const struct prep *p)
+{
+	return p->nnames ? p->names[0] : "?";
+}
+
+/* After the real load: the image table, kernels.txt, loud errors, the maps. */
+static void loaded(const void *h, bool is_lib, struct prep *p)
+{
+	struct nv_img *img;
+
+	if (p->state == IMG_ERROR)
+		fprintf(stderr, PFX "ERROR: module with kernel %s (%zu kernels): %s; it runs "
+			"UNINSTRUMENTED\n", first_name(p), p->nnames, p->why);
+	for (size_t i = 0; i < p->nnames; i++) {
+		const char *st = p->status;
+
+		if (p->state == IMG_INSTR || p->state == IMG_FILTERED)
+			st = p->state == IMG_INSTR &&
+			     nv_filter_match(g.pack.kernel_filter, p->names[i]) ? "instrumented" :
+										   "filtered";
+		report_kernel(p->names[i], st);
+	}
+	img = img_add(h, is_lib, p->state, p->status, p->state == IMG_INSTR);
+	if (img && img->has_table) {
+		struct nv_ctx *x = nv_current_ctx();
+
+		if (x)
+			nv_img_ready(img, x);
+	}
+}
+
+static unsigned ctx_sm(void)
+{
+	struct nv_ctx *x = nv_current_ctx();
+
+	nv_devices();
+	return x && x->sm ? x->sm : g.sm0;
+}
+
+/* Reads a whole file (cuModuleLoad, cuLibraryLoadFromFile). NULL on any error. */
+static void *read_file(const char *path, size_t *len)
+{
+	struct stat st;
+	char *buf = NULL;
+	size_t got = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size < (1ll << 31))
+		buf = malloc((size_t)st.st_size + 1);
+	while (buf && got < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+
+		if (n <= 0) {
+			free(buf);
+			buf = NULL;
+			break;
+		}
+		got += (size_t)n;
+	}
+	close(fd);
+	if (buf) {
+		buf[got] = '\0';	/* PTX text is loaded as a C string */
+		*len = got;
+	}
+	return buf;
+}
+
+/* Loads a module through @load_fn with @p's replacement, falling back loudly. */
+typedef CUresult (*mod_load_fn)(CUmodule *m, const void *image, void *arg);
+
+static CUresult module_load(CUmodule *m, const void *image, size_t len, mod_load_fn load,
+			    void *arg)
+{
+	struct prep p;
+	CUresult r;
+
+	prepare(image, len, ctx_sm(), false, &p);
+	if (p.image) {
+		r = load(m, p.image, arg);
+		if (r != CUDA_SUCCESS) {
+			char nb[32];
+
+			prep_error(&p, "error:load", "the driver refused the instrumented cubin: %s",
+				   nv_cu_name(&g.cu, r, nb, sizeof(nb)));
+			free(p.image);
+			p.image = NULL;
+		}
+	}
+	if (!p.image) {
+		r = load(m, image, arg);
+		if (r != CUDA_SUCCESS) {
+			prep_free(&p);
+			return r;	/* the app's own failure: nothing to report */
+		}
+	}
+	loaded(*m, false, &p);
+	prep_free(&p);
+	return CUDA_SUCCESS;
+}
+
+static CUresult load_data(CUmodule *m, const void *image, void *arg)
+{
+	(void)arg;
+	return real.cuModuleLoadData(m, image);
+}
+
+struct ex_args {
+	unsigned n;
+	CUjit_option *o;
+	void **v;
+};
+
+static CUresult load_data_ex(CUmodule *m, const void *image, void *arg)
+{
+	struct ex_args *a = arg;
+
+	return real.cuModuleLoadDataEx(m, image, a->n, a->o, a->v);
+}
+
+static CUresult load_fatbin(CUmodule *m, const void *image, void *arg)
+{
+	(void)arg;
+	return real.cuModuleLoadFatBinary(m, image);
+}
+
+/* ------------------------------------------------------------------ */
+/* Wrappers: modules and libraries                                      */
+/* ------------------------------------------------------------------ */
+
+EXPORT CUresult cuModuleLoadData(CUmodule *m, const void *image)
+{
+	REAL_OR_FAIL(cuModuleLoadData);
+	if (!nv_active() || !m || !image)
+		return real.cuModuleLoadData(m, image);
+	return module_load(m, image, 0, load_data, NULL);
+}
+
+EXPORT CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned n, CUjit_option *o,
+				   void **v)
+{
+	struct ex_args a = { n, o, v };
+
+	REAL_OR_FAIL(cuModuleLoadDataEx);
+	if (!nv_active() || !m || !image)
+		return real.cuModuleLoadDataEx(m, image, n, o, v);
+	return module_load(m, image, 0, load_data_ex, &a);
+}
+
+EXPORT CUresult cuModuleLoadFatBinary(CUmodule *m, const void *image)
+{
+	REAL_OR_FAIL(cuModuleLoadFatBinary);
+	if (!nv_active() || !m || !image)
+		return real.cuModuleLoadFatBinary(m, image);
+	return module_load(m, image, 0, load_fatbin, NULL);
+}
+
+EXPORT CUresult cuModuleLoad(CUmodule *m, const char *path)
+{
+	void *image;
+	size_t len = 0;
+	CUresult r;
+
+	REAL_OR_FAIL(cuModuleLoad);
+	if (!nv_active() || !m || !path || !real.cuModuleLoadData)
+		return real.cuModuleLoad(m, path);
+	image = read_file(path, &len);
+	if (!image)
+		return real.cuModuleLoad(m, path);	/* let the driver say what is wrong */
+	r = module_load(m, image, len, load_data, NULL);
+	free(image);
+	return r;
+}
+
+EXPORT CUresult cuModuleUnload(CUmodule m)
+{
+	REAL_OR_FAIL(cuModuleUnload);
+	if (nv_active())
+		img_forget(m);
+	return real.cuModuleUnload(m);
+}
+
+EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
+{
+	CUresult r;
+
+	REAL_OR_FAIL(cuModuleGetFunction);
+	r = real.cuModuleGetFunction(f, m, name);
+	if (r == CUDA_SUCCESS && f && nv_active())
+		saw_kernel(*f, name, m);
+	return r;
+}
+
+/*
+ * The sm a library is prepared for, and whether a cubin can be made for it:
+ * that needs a current context (cuLink* JITs for it), and one cubin serves
+ * every context of the process only when all GPUs share one sm. Otherwise
+ * the spliced PTX is loaded and the driver JITs it per device (with its own
+ * compute cache). No context is created here: a temporary one would cost
+ * hundreds of ms per library and could change what the app's own primary
+ * context setup sees.
+ */
+static unsigned library_sm(bool *ptx_only)
+{
+	CUcontext c = NULL;
+	CUdevice d;
+	int major = 0, minor = 0;
+
+	nv_devices();
+	*ptx_only = !g.uniform_sm;
+	if (g.cu.CtxGetCurrent(&c) != CUDA_SUCCESS || !c || g.cu.CtxGetDevice(&d) != CUDA_SUCCESS) {
+		*ptx_only = true;
+		return g.sm0;
+	}
+	g.cu.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d);
+	g.cu.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d);
+	return (unsigned)(major * 10 + minor);
+}
+
+static CUresult library_load(CUlibrary *lib, const void *code, size_t len, CUjit_option *jo,
+			     void **jv, unsigned jn, CUlibraryOption *lo, void **lv, unsigned ln)
+{
+	struct prep p;
+	bool ptx_only;
+	unsigned sm = library_sm(&ptx_only);
+	CUresult r;
+
+	prepare(code, len, sm, ptx_only, &p);
+	if (p.image) {
+		r = real.cuLibraryLoadData(lib, p.image, jo, jv, jn, lo, lv, ln);
+		if (r != CUDA_SUCCESS) {
+			char nb[32];
+
+			prep_error(&p, "error:load", "the driver refused the instrumented %s: %s",
+				   p.is_ptx ? "PTX" : "cubin", nv_cu_name(&g.cu, r, nb, sizeof(nb)));
+			free(p.image);
+			p.image = NULL;
+		}
+	}
+	if (!p.image) {
+		r = real.cuLibraryLoadData(lib, code, jo, jv, jn, lo, lv, ln);
+		if (r != CUDA_SUCCESS) {
+			prep_free(&p);
+			return r;
+		}
+	}
+	loaded(*lib, true, &p);
+	prep_free(&p);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuLibraryLoadData(CUlibrary *lib, const void *code, CUjit_option *jo, void **jv,
+				  unsigned jn, CUlibraryOption *lo, void **lv, unsigned ln)
+{
+	REAL_OR_FAIL(cuLibraryLoadData);
+	if (!nv_active() || !lib || !code)
+		return real.cuLibraryLoadData(lib, code, jo, jv, jn, lo, lv, ln);
+	return library_load(lib, code, 0, jo, jv, jn, lo, lv, ln);
+}
+
+EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *lib, const char *path, CUjit_option *jo,
+				      void **jv, unsigned jn, CUlibraryOption *lo, void **lv,
+				      unsigned ln)
+{
+	void *code;
+	size_t len = 0;
+	CUresult r;
+
+	REAL_OR_FAIL(cuLibraryLoadFromFile);
+	if (!nv_active() || !lib || !path || !real.cuLibraryLoadData)
+		return real.cuLibraryLoadFromFile(lib, path, jo, jv, jn, lo, lv, ln);
+	code = read_file(path, &len);
+	if (!code)
+		return real.cuLibraryLoadFromFile(lib, path, jo, jv, jn, lo, lv, ln);
+	r = library_load(lib, code, len, jo, jv, jn, lo, lv, ln);
+	free(code);
+	return r;
+}
+
+EXPORT CUresult cuLibraryUnload(CUlibrary lib)
+{
+	REAL_OR_FAIL(cuLibraryUnload);
+	if (nv_active())
+		img_forget(lib);
+	return real.cuLibraryUnload(lib);
+}
+
+EXPORT CUresult cuLibraryGetKernel(CUkernel *k, CUlibrary lib, const char *name)
+{
+	CUresult r;
+
+	REAL_OR_FAIL(cuLibraryGetKernel);
+	r = real.cuLibraryGetKernel(k, lib, name);
+	if (r == CUDA_SUCCESS && k && nv_active())
+		saw_kernel(*k, name, lib);
+	return r;
+}
+
+EXPORT CUresult cuLibraryGetModule(CUmodule *m, CUlibrary lib)
+{
+	struct nv_img *li, *a;
+	CUresult r;
+
+	REAL_OR_FAIL(cuLibraryGetModule);
+	r = real.cuLibraryGetModule(m, lib);
+	if (r != CUDA_SUCCESS || !m || !nv_active())
+		return r;
+	li = img_find(lib);
+	if (li && !img_find(*m)) {
+		a = img_add(*m, false, li->state, li->status, false);
+		if (a) {
+			pthread_rwlock_wrlock(&g.hlock);
+			a->lib = li;
+			pthread_rwlock_unlock(&g.hlock);
+		}
+	}
+	return r;
+}
+
+EXPORT CUresult cuKernelGetFunction(CUfunction *f, CUkernel k)
+{
+	struct nv_handle *x;
+	CUresult r;
+
+	REAL_OR_FAIL(cuKernelGetFunction);
+	r = real.cuKernelGetFunction(f, k);
+	if (r == CUDA_SUCCESS && f && nv_active()) {
+		x = nv_handle_find(k);
+		if (x)
+			nv_handle_add(*f, x->id, x->img);
+	}
+	return r;
+}
+

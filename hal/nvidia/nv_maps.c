@@ -1,0 +1,923 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Device maps of the probes, per CUDA context, and their mirror into the
+ * shared-memory maps that `gpuext trace` created and reads while the app runs.
+ *
+ *   array, percpu_array  device memory (cuMemAlloc), uploaded from the shm
+ *                        map's values at setup (percpu: zeros), copied back
+ *                        every interval on our own non-blocking stream into
+ *                        pinned staging. The shm value is the attach-time
+ *                        value plus the sum over contexts of (device - upload):
+ *                        counters add up over GPUs; with one GPU it is the
+ *                        device's value exactly. Per-GPU slots (pack nr_slots,
+ *                        e.g. per SM) fold into the shm map's slots (s mod n).
+ *   ringbuf              data and header in mapped pinned host memory
+ *                        (cuMemHostAlloc DEVICEMAP): the device reserves by CAS
+ *                        on the header, the mirror thread reads records in
+ *                        place and re-publishes them into the shm ring.
+ *   hash, lru_hash       device memory in codegen/ptx/ptx.h's layout (open
+ *                        addressing, claimed by CAS), empty at start; each
+ *                        round the whole table is copied back and the shm
+ *                        map is rebuilt from the FULL buckets of every
+ *                        context (a key on several GPUs: values added).
+ *
+ * The shm side is a small writer of core/maps_impl.h's layout (its header
+ * struct and core/shm.c's seqcount/spinlock), so the preload library links
+ * neither libbpf nor LLVM.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "maps_impl.h"
+#include "nv_impl.h"
+
+#define NV_MAP_BYTES_MAX (256u << 20)	/* one device map, per context */
+
+const char *nv_cu_name(const struct nv_api *cu, CUresult r, char *buf, size_t len)
+{
+	const char *s = NULL;
+
+	if (cu && cu->GetErrorName && cu->GetErrorName(r, &s) == CUDA_SUCCESS && s)
+		return s;
+	snprintf(buf, len, "CUDA error %d", r);
+	return buf;
+}
+
+int nv_capture_relax(const struct nv_api *cu)
+{
+	int mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+
+	if (!cu->ThreadExchangeStreamCaptureMode ||
+	    cu->ThreadExchangeStreamCaptureMode(&mode) != CUDA_SUCCESS)
+		return -1;
+	return mode;
+}
+
+void nv_capture_restore(const struct nv_api *cu, int old)
+{
+	if (old >= 0 && cu->ThreadExchangeStreamCaptureMode)
+		cu->ThreadExchangeStreamCaptureMode(&old);
+}
+
+static void set_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+}
+
+/* ------------------------------------------------------------------ */
+/* The shm side                                                        */
+/* ------------------------------------------------------------------ */
+
+static const char *type_name(uint32_t t)
+{
+	switch (t) {
+	case BPF_MAP_TYPE_ARRAY: return "array";
+	case BPF_MAP_TYPE_PERCPU_ARRAY: return "percpu_array";
+	case BPF_MAP_TYPE_HASH: return "hash";
+	case BPF_MAP_TYPE_LRU_HASH: return "lru_hash";
+	case BPF_MAP_TYPE_RINGBUF: return "ringbuf";
+	default: return "unknown";
+	}
+}
+
+int nv_shm_open(struct nv_shm *m, const struct gx_pack_map *pm, char *err, size_t err_len)
+{
+	const struct gpuext_shm_hdr *h;
+	struct stat st;
+	int fd, e;
+
+	memset(m, 0, sizeof(*m));
+	if (!pm->shm[0]) {
+		set_err(err, err_len, "map '%s': the pack names no shared-memory map", pm->name);
+		return -EINVAL;
+	}
+	snprintf(m->name, sizeof(m->name), "%s%s", pm->shm[0] == '/' ? "" : "/", pm->shm);
+	fd = shm_open(m->name, O_RDWR | O_CLOEXEC, 0);
+	if (fd < 0) {
+		e = errno;
+		set_err(err, err_len, "map '%s': cannot open shared memory %s: %s (is gpuext trace "
+			"still running?)", pm->name, m->name, strerror(e));
+		return -e;
+	}
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size < sizeof(struct gpuext_shm_hdr)) {
+		close(fd);
+		set_err(err, err_len, "map '%s': %s is too small for a gpuext map", pm->name,
+			m->name);
+		return -EBADMSG;
+	}
+	m->base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	e = m->base == MAP_FAILED ? errno : 0;
+	close(fd);
+	if (e) {
+		m->base = NULL;
+		set_err(err, err_len, "map '%s': mmap %s: %s", pm->name, m->name, strerror(e));
+		return -e;
+	}
+	m->len = (size_t)st.st_size;
+	h = m->base;
+	e = gpuext_shm_check_hdr(h, m->len);
+	if (e) {
+		set_err(err, err_len, "map '%s': %s is not a gpuext map of this version (%s)",
+			pm->name, m->name, strerror(-e));
+		goto fail;
+	}
+	if (h->type != pm->type || h->max_entries != pm->max_entries ||
+	    (h->type != BPF_MAP_TYPE_RINGBUF &&
+	     (h->key_size != pm->key_size || h->value_size != pm->value_size))) {
+		set_err(err, err_len, "map '%s': %s is a %s map %u/%u/%u, the pack wants %s "
+			"%u/%u/%u (key/value/entries)", pm->name, m->name, type_name(h->type),
+			h->key_size, h->value_size, h->max_entries, type_name(pm->type),
+			pm->key_size, pm->value_size, pm->max_entries);
+		e = -EINVAL;
+		goto fail;
+	}
+	m->type = h->type;
+	m->key_size = h->key_size;
+	m->value_size = h->value_size;
+	m->max_entries = h->max_entries;
+	m->stride = h->value_stride;
+	m->nr_slots = h->nr_slots ? h->nr_slots : 1;
+	m->values = (uint8_t *)m->base + h->values_off;
+	return 0;
+fail:
+	munmap(m->base, m->len);
+	m->base = NULL;
+	return e;
+}
+
+void nv_shm_close(struct nv_shm *m)
+{
+	if (m->base)
+		munmap(m->base, m->len);
+	m->base = NULL;
+}
+
+size_t nv_shm_values_size(const struct nv_shm *m)
+{
+	return (size_t)m->max_entries * m->nr_slots * m->stride;
+}
+
+void nv_shm_read_values(struct nv_shm *m, void *out)
+{
+	struct gpuext_shm_hdr *h = m->base;
+
+	/* The owner (gpuext trace) may update the map too: take the writers' lock. */
+	gpuext_shm_lock(h);
+	memcpy(out, m->values, nv_shm_values_size(m));
+	gpuext_shm_unlock(h);
+}
+
+void nv_shm_write_values(struct nv_shm *m, const void *values)
+{
+	struct gpuext_shm_hdr *h = m->base;
+
+	gpuext_shm_lock(h);
+	gpuext_shm_write_begin(h);
+	memcpy(m->values, values, nv_shm_values_size(m));
+	gpuext_shm_write_end(h);
+	gpuext_shm_unlock(h);
+}
+
+/*
+ * A producer in another process than the owner: the reservation takes the
+ * spinlock in the header (it is in the shared mapping, so it serialises us
+ * with the owner's producers), the record header carries BUSY until the
+ * payload is in. The data area is mapped once here, so a record that runs
+ * past the end is written in two pieces (the consumer maps it twice and
+ * reads it contiguous). The owner's process-local busy bitmap does not see
+ * our records; only its own producers' submits consult it.
+ */
+int nv_shm_ring_output(struct nv_shm *m, const void *data, uint32_t len)
+{
+	struct gpuext_shm_hdr *h = m->base;
+	uint64_t size = m->max_entries, total, cons, prod, off, first;
+	_Atomic uint32_t *hdr;
+
+	if (m->type != BPF_MAP_TYPE_RINGBUF || !len || len > GPUEXT_RB_LEN_MASK ||
+	    len + GPUEXT_RB_HDR_SZ > size)
+		return -EINVAL;
+	total = gpuext_round8(len + GPUEXT_RB_HDR_SZ);
+	gpuext_shm_lock(h);
+	cons = atomic_load_explicit(&h->cons_pos, memory_order_acquire);
+	prod = atomic_load_explicit(&h->prod_pos, memory_order_relaxed);
+	if (prod + total - cons > size) {
+		gpuext_shm_unlock(h);
+		m->host_drops++;
+		return -EAGAIN;
+	}
+	off = prod & (size - 1);
+	hdr = (_Atomic uint32_t *)(m->values + off);	/* 8-aligned: never split */
+	atomic_store_explicit(hdr, len | GPUEXT_RB_BUSY, memory_order_relaxed);
+	atomic_store_explicit(hdr + 1, 0, memory_order_relaxed);
+	atomic_store_explicit(&h->prod_pos, prod + total, memory_order_release);
+	gpuext_shm_unlock(h);
+
+	off = (off + GPUEXT_RB_HDR_SZ) & (size - 1);
+	first = size - off < len ? size - off : len;
+	memcpy(m->values + off, data, first);
+	if (first < len)
+		memcpy(m->values, (const uint8_t *)data + first, len - first);
+	atomic_store_explicit(hdr, len, memory_order_release);
+	m->records++;
+	return 0;
+}
+
+/*
+ * Hash maps: the bucket function of core/maps.c (FNV-1a over the key, seeded,
+ * folded). tests/test_nv_preload.c checks it against gpuext_map_hash_bucket(),
+ * so the two cannot drift apart unnoticed.
+ */
+uint32_t nv_shm_hash(const void *key, uint32_t len, uint32_t seed)
+{
+	const uint8_t *p = key;
+	uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)seed << 32 | len);
+
+	for (uint32_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ull;
+	}
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 32;
+	return (uint32_t)h;
+}
+
+static struct gpuext_shm_elem *shm_elem(struct nv_shm *m, uint32_t idx)
+{
+	const struct gpuext_shm_hdr *h = m->base;
+
+	return (void *)(m->values + (uint64_t)idx * h->elem_size);
+}
+
+void nv_shm_hash_begin(struct nv_shm *m)
+{
+	struct gpuext_shm_hdr *h = m->base;
+	uint32_t *buckets = (uint32_t *)((uint8_t *)m->base + h->buckets_off);
+
+	gpuext_shm_lock(h);
+	gpuext_shm_write_begin(h);
+	for (uint32_t b = 0; b < h->nr_buckets; b++)
+		buckets[b] = GPUEXT_SHM_NIL;
+	h->free_head = GPUEXT_SHM_NIL;
+	for (uint32_t i = h->max_entries; i-- > 0;) {
+		struct gpuext_shm_elem *e = shm_elem(m, i);
+
+		e->in_use = 0;
+		e->lru_prev = e->lru_next = GPUEXT_SHM_NIL;
+		e->next = h->free_head;
+		h->free_head = i;
+	}
+	h->lru_head = h->lru_tail = GPUEXT_SHM_NIL;
+	atomic_store(&h->count, 0);
+}
+
+static void add_lanes(uint8_t *dst, const uint8_t *src, uint32_t value_size)
+{
+	unsigned lane = value_size % 8 == 0 ? 8 : value_size % 4 == 0 ? 4 :
+			value_size % 2 == 0 ? 2 : 1;
+
+	for (uint32_t b = 0; b < value_size; b += lane) {
+		uint64_t x = 0, y = 0;
+
+		memcpy(&x, dst + b, lane);
+		memcpy(&y, src + b, lane);
+		x += y;
+		memcpy(dst + b, &x, lane);
+	}
+}
+
+int nv_shm_hash_add(struct nv_shm *m, const void *key, const void *value)
+{
+	struct gpuext_shm_hdr *h = m->base;
+	uint32_t *buckets = (uint32_t *)((uint8_t *)m->base + h->buckets_off);
+	uint32_t hash = nv_shm_hash(key, h->key_size, h->hash_seed);
+	uint32_t b = hash & (h->nr_buckets - 1), idx, steps = 0;
+	struct gpuext_shm_elem *e;
+
+	for (idx = buckets[b]; idx != GPUEXT_SHM_NIL && idx < h->max_entries &&
+	     steps++ <= h->max_entries; idx = e->next) {
+		e = shm_elem(m, idx);
+		if (e->hash == hash && !memcmp((uint8_t *)e + h->key_off, key, h->key_size)) {
+			/* The same key on several GPUs: counters add up. */
+			add_lanes((uint8_t *)e + h->val_off, value, h->value_size);
+			return 0;
+		}
+	}
+	idx = h->free_head;
+	if (idx == GPUEXT_SHM_NIL || idx >= h->max_entries) {
+		m->host_drops++;
+		return -E2BIG;
+	}
+	e = shm_elem(m, idx);
+	h->free_head = e->next;
+	e->hash = hash;
+	e->in_use = 1;
+	memcpy((uint8_t *)e + h->key_off, key, h->key_size);
+	memcpy((uint8_t *)e + h->val_off, value, h->value_size);
+	e->next = buckets[b];
+	buckets[b] = idx;
+	if (h->type == BPF_MAP_TYPE_LRU_HASH) {
+		e->lru_prev = GPUEXT_SHM_NIL;
+		e->lru_next = h->lru_head;
+		if (h->lru_head != GPUEXT_SHM_NIL)
+			shm_elem(m, h->lru_head)->lru_prev = idx;
+		else
+			h->lru_tail = idx;
+		h->lru_head = idx;
+	}
+	atomic_fetch_add(&h->count, 1);
+	return 0;
+}
+
+void nv_shm_hash_end(struct nv_shm *m)
+{
+	struct gpuext_shm_hdr *h = m->base;
+
+	gpuext_shm_write_end(h);
+	gpuext_shm_unlock(h);
+}
+
+uint64_t nv_ring_drain(struct gpuext_ptx_ringbuf_hdr *h, uint8_t *data, uint32_t size,
+		       struct nv_shm *out)
+{
+	_Atomic uint64_t *prodp = (_Atomic uint64_t *)&h->prod;
+	_Atomic uint64_t *consp = (_Atomic uint64_t *)&h->cons;
+	uint64_t cons = atomic_load_explicit(consp, memory_order_relaxed);
+	uint64_t prod = atomic_load_explicit(prodp, memory_order_acquire);
+	uint64_t mask = size - 1, n = 0;
+
+	while (cons < prod) {
+		uint64_t off = cons & mask, step;
+		uint32_t w = atomic_load_explicit((_Atomic uint32_t *)(data + off),
+						  memory_order_acquire);
+		uint32_t len = w & GPUEXT_RB_LEN_MASK;
+
+		if ((w & GPUEXT_RB_BUSY) || w == 0)
+			break;	/* reserved, not committed yet (0: header not even written) */
+		step = gpuext_round8((uint64_t)len + GPUEXT_RB_HDR_SZ);
+		if (off + step > size || step > prod - cons) {
+			/* Records never wrap on the device: this one is garbage. Drop the rest. */
+			memset(data, 0, size);
+			out->host_drops++;
+			cons = prod;
+			break;
+		}
+		if (!(w & GPUEXT_RB_DISCARD)) {
+			if (nv_shm_ring_output(out, data + off + GPUEXT_RB_HDR_SZ, len) == 0)
+				n++;
+		}
+		memset(data + off, 0, step);
+		cons += step;
+	}
+	/* Release: our zeroing happens before the device may reuse the space. */
+	atomic_store_explicit(consp, cons, memory_order_release);
+	return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* Folding per-context values into the shm image                       */
+/* ------------------------------------------------------------------ */
+
+void nv_fold_values(uint8_t *acc, uint32_t dst_slots, const uint8_t *now, const uint8_t *base,
+		    uint32_t src_slots, uint32_t entries, uint32_t value_size, uint32_t stride)
+{
+	unsigned lane = value_size % 8 == 0 ? 8 : value_size % 4 == 0 ? 4 :
+			value_size % 2 == 0 ? 2 : 1;
+
+	if (!dst_slots || !src_slots)
+		return;
+	for (uint32_t k = 0; k < entries; k++) {
+		for (uint32_t s = 0; s < src_slots; s++) {
+			size_t so = ((size_t)k * src_slots + s) * stride;
+			size_t d = ((size_t)k * dst_slots + s % dst_slots) * stride;
+
+			for (uint32_t b = 0; b < value_size; b += lane) {
+				uint64_t a = 0, x = 0, y = 0;
+
+				memcpy(&a, acc + d + b, lane);
+				memcpy(&x, now + so + b, lane);
+				memcpy(&y, base + so + b, lane);
+				a += x - y;	/* wraps at the lane width once stored back */
+				memcpy(acc + d + b, &a, lane);
+			}
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Per-context device maps                                             */
+/* ------------------------------------------------------------------ */
+
+static bool is_array(uint32_t t)
+{
+	return t == BPF_MAP_TYPE_ARRAY || t == BPF_MAP_TYPE_PERCPU_ARRAY;
+}
+
+static bool is_hash(uint32_t t)
+{
+	return t == BPF_MAP_TYPE_HASH || t == BPF_MAP_TYPE_LRU_HASH;
+}
+
+/* Maps whose device state is copied back (arrays and hash tables). */
+static bool copied_back(uint32_t t)
+{
+	return is_array(t) || is_hash(t);
+}
+
+int nv_hash_layout(uint32_t key_size, uint32_t value_size, uint32_t max_entries,
+		   uint32_t *nr_buckets, uint32_t *bucket_size, size_t *bytes)
+{
+	uint64_t nb = 2, bs, total;
+
+	if (!key_size || !value_size || !max_entries || key_size > 512 || value_size > 65536)
+		return -EINVAL;
+	while (nb < 2ull * max_entries)
+		nb <<= 1;
+	bs = 8ull + gpuext_round8(key_size) + gpuext_round8(value_size);
+	total = sizeof(struct gpuext_ptx_hash_hdr) + nb * bs;
+	if (nb > (1ull << 31) || total > (64ull << 20))
+		return -E2BIG;
+	*nr_buckets = (uint32_t)nb;
+	*bucket_size = (uint32_t)bs;
+	*bytes = (size_t)total;
+	return 0;
+}
+
+int nv_maps__init(struct nv_maps *mm, const struct gx_pack *pack, const struct nv_api *cu,
+		  char *err, size_t err_len)
+{
+	int e = 0;
+
+	memset(mm, 0, sizeof(*mm));
+	mm->cu = cu;
+	mm->pack = pack;
+	mm->interval_ms = 100;
+	pthread_mutex_init(&mm->lock, NULL);
+	pthread_cond_init(&mm->cond, NULL);
+	if (pack->map_cnt > GX_PACK_MAX_MAPS) {
+		set_err(err, err_len, "the pack has %u maps, at most %d are supported",
+			pack->map_cnt, GX_PACK_MAX_MAPS);
+		return -E2BIG;
+	}
+	for (uint32_t i = 0; i < pack->map_cnt && !e; i++) {
+		const struct gx_pack_map *pm = &pack->maps[i];
+		struct nv_shm *s = &mm->shm[i];
+
+		e = nv_shm_open(s, pm, err, err_len);
+		if (e)
+			break;
+		if (is_array(pm->type)) {
+			size_t n = nv_shm_values_size(s);
+
+			mm->shm_init[i] = malloc(n ? n : 1);
+			mm->fold[i] = malloc(n ? n : 1);
+			if (!mm->shm_init[i] || !mm->fold[i]) {
+				e = -ENOMEM;
+				break;
+			}
+			nv_shm_read_values(s, mm->shm_init[i]);
+			mm->placed[i] = true;
+		} else if (pm->type == BPF_MAP_TYPE_RINGBUF || is_hash(pm->type)) {
+			mm->placed[i] = true;
+		} else {
+			fprintf(stderr, "gpuext-nvprobe: map '%s' is a %s map: not placed on the "
+				"GPU (array, percpu_array, hash, lru_hash and ringbuf are); probes "
+				"see it empty\n",
+				pm->name, type_name(pm->type));
+		}
+	}
+	if (e) {
+		for (uint32_t i = 0; i < GX_PACK_MAX_MAPS; i++) {
+			nv_shm_close(&mm->shm[i]);
+			free(mm->shm_init[i]);
+			free(mm->fold[i]);
+			mm->shm_init[i] = mm->fold[i] = NULL;
+		}
+	}
+	return e;
+}
+
+static uint32_t dev_slots(const struct gx_pack_map *pm)
+{
+	return pm->type == BPF_MAP_TYPE_PERCPU_ARRAY && pm->nr_slots ? pm->nr_slots : 1;
+}
+
+/* Allocates and uploads the maps of one context (current on this thread). */
+static int ctx_setup(struct nv_maps *mm, struct nv_ctx *x)
+{
+	const struct nv_api *cu = mm->cu;
+	const struct gx_pack *p = mm->pack;
+	char nb[32];
+	CUresult r;
+
+	r = cu->StreamCreate(&x->stream, CU_STREAM_NON_BLOCKING);
+	if (r != CUDA_SUCCESS)
+		goto cuda_fail;
+	for (uint32_t i = 0; i < p->map_cnt; i++) {
+		const struct gx_pack_map *pm = &p->maps[i];
+		struct gpuext_ptx_map_desc *d = &x->desc[i];
+		struct nv_dmap *m = &x->m[i];
+		uint32_t slots = dev_slots(pm);
+
+		if (!mm->placed[i])
+			continue;
+		d->type = pm->type;
+		d->key_size = pm->key_size;
+		d->value_size = pm->value_size;
+		d->max_entries = pm->max_entries;
+		d->stride = (uint32_t)gpuext_round8(pm->value_size);
+		d->nr_slots = slots;
+		if (is_array(pm->type)) {
+			struct nv_shm *s = &mm->shm[i];
+
+			m->bytes = (size_t)pm->max_entries * slots * d->stride;
+			if (m->bytes > NV_MAP_BYTES_MAX) {
+				fprintf(stderr, "gpuext-nvprobe: map '%s': %zu bytes per GPU is more "
+					"than %u MiB\n", pm->name, m->bytes, NV_MAP_BYTES_MAX >> 20);
+				return -E2BIG;
+			}
+			m->init = calloc(1, m->bytes ? m->bytes : 1);
+			m->last = malloc(m->bytes ? m->bytes : 1);
+			if (!m->init || !m->last)
+				return -ENOMEM;
+			/* A plain array starts from what the shm map holds; per-GPU slots from 0. */
+			if (pm->type == BPF_MAP_TYPE_ARRAY && s->nr_slots == 1)
+				memcpy(m->init, mm->shm_init[i], m->bytes);
+			memcpy(m->last, m->init, m->bytes);
+			r = cu->MemAlloc(&m->dptr, m->bytes ? m->bytes : 8);
+			if (r == CUDA_SUCCESS)
+				r = cu->MemHostAlloc(&m->host, m->bytes ? m->bytes : 8, 0);
+			if (r == CUDA_SUCCESS)
+				r = cu->MemcpyHtoDAsync(m->dptr, m->init, m->bytes, x->stream);
+			if (r != CUDA_SUCCESS)
+				goto cuda_fail;
+			d->base = m->dptr;
+		} else if (is_hash(pm->type)) {
+			struct gpuext_ptx_hash_hdr *hh;
+			int e = nv_hash_layout(pm->key_size, pm->value_size, pm->max_entries,
+					       &m->nr_buckets, &m->bucket_size, &m->bytes);
+
+			if (e) {
+				fprintf(stderr, "gpuext-nvprobe: hash map '%s' does not fit the device "
+					"layout (%s)\n", pm->name, strerror(-e));
+				return e;
+			}
+			m->init = calloc(1, m->bytes);	/* all buckets EMPTY */
+			m->last = calloc(1, m->bytes);
+			if (!m->init || !m->last)
+				return -ENOMEM;
+			hh = (struct gpuext_ptx_hash_hdr *)m->init;
+			hh->nr_buckets = m->nr_buckets;
+			hh->bucket_size = m->bucket_size;
+			hh->max_entries = pm->max_entries;
+			memcpy(m->last, m->init, m->bytes);
+			r = cu->MemAlloc(&m->dptr, m->bytes);
+			if (r == CUDA_SUCCESS)
+				r = cu->MemHostAlloc(&m->host, m->bytes, 0);
+			if (r == CUDA_SUCCESS)
+				r = cu->MemcpyHtoDAsync(m->dptr, m->init, m->bytes, x->stream);
+			if (r != CUDA_SUCCESS)
+				goto cuda_fail;
+			d->base = m->dptr;
+		} else {
+			m->bytes = pm->max_entries;
+			r = cu->MemHostAlloc(&m->host, m->bytes, CU_MEMHOSTALLOC_DEVICEMAP |
+					     CU_MEMHOSTALLOC_PORTABLE);
+			if (r == CUDA_SUCCESS)
+				r = cu->MemHostAlloc((void **)&m->rh, sizeof(*m->rh),
+						     CU_MEMHOSTALLOC_DEVICEMAP |
+						     CU_MEMHOSTALLOC_PORTABLE);
+			if (r != CUDA_SUCCESS)
+				goto cuda_fail;
+			memset(m->host, 0, m->bytes);
+			memset(m->rh, 0, sizeof(*m->rh));
+			r = cu->MemHostGetDevicePointer(&m->dptr, m->host, 0);
+			if (r == CUDA_SUCCESS)
+				r = cu->MemHostGetDevicePointer(&m->rh_dev, m->rh, 0);
+			if (r != CUDA_SUCCESS)
+				goto cuda_fail;
+			d->base = m->dptr;
+			d->aux = m->rh_dev;
+		}
+	}
+	r = cu->StreamSynchronize(x->stream);
+	if (r != CUDA_SUCCESS)
+		goto cuda_fail;
+	return 0;
+cuda_fail:
+	fprintf(stderr, "gpuext-nvprobe: placing the probe maps on GPU %d failed: %s; kernels "
+		"of this context run with probes that see no maps\n", x->ordinal,
+		nv_cu_name(cu, r, nb, sizeof(nb)));
+	return -EIO;
+}
+
+static struct nv_ctx *find_live(struct nv_maps *mm, CUcontext c)
+{
+	for (struct nv_ctx *x = mm->ctxs; x; x = x->next)
+		if (x->ctx == c && !x->dead)
+			return x;
+	return NULL;
+}
+
+struct nv_ctx *nv_maps__ctx(struct nv_maps *mm, CUcontext c)
+{
+	const struct nv_api *cu = mm->cu;
+	struct nv_ctx *x;
+	CUcontext popped;
+	int major = 0, minor = 0, mode;
+
+	if (!c)
+		return NULL;
+	pthread_mutex_lock(&mm->lock);
+	x = find_live(mm, c);
+	if (x)
+		goto out;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		goto out;
+	x->ctx = c;
+	x->ordinal = -1;
+	mode = nv_capture_relax(cu);
+	if (cu->CtxPushCurrent(c) != CUDA_SUCCESS) {
+		nv_capture_restore(cu, mode);
+		free(x);
+		x = NULL;
+		goto out;
+	}
+	if (cu->CtxGetDevice(&x->dev) == CUDA_SUCCESS) {
+		x->ordinal = x->dev;	/* CUdevice values are ordinals */
+		cu->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, x->dev);
+		cu->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, x->dev);
+		x->sm = (unsigned)(major * 10 + minor);
+	}
+	x->broken = ctx_setup(mm, x) != 0;
+	if (x->broken)
+		memset(x->desc, 0, sizeof(x->desc));
+	cu->CtxPopCurrent(&popped);
+	nv_capture_restore(cu, mode);
+	x->next = mm->ctxs;
+	mm->ctxs = x;
+out:
+	pthread_mutex_unlock(&mm->lock);
+	return x;
+}
+
+int nv_maps__fill(struct nv_maps *mm, struct nv_ctx *x, CUdeviceptr table, size_t size)
+{
+	size_t need = (size_t)mm->pack->map_cnt * sizeof(struct gpuext_ptx_map_desc);
+	CUresult r;
+	int mode;
+
+	if (!need)
+		return 0;
+	if (size < need)
+		return -EINVAL;
+	/* Our stream: the app's streams never wait on us, and we never wait on them. */
+	mode = nv_capture_relax(mm->cu);
+	r = mm->cu->MemcpyHtoDAsync(table, x->desc, need, x->stream);
+	if (r == CUDA_SUCCESS)
+		r = mm->cu->StreamSynchronize(x->stream);
+	nv_capture_restore(mm->cu, mode);
+	return r == CUDA_SUCCESS ? 0 : -EIO;
+}
+
+/* Copies one live context's arrays into ->last. Called with mm->lock held. */
+static void snapshot(struct nv_maps *mm, struct nv_ctx *x)
+{
+	const struct nv_api *cu = mm->cu;
+	CUcontext popped;
+	bool any = false;
+	CUresult r = CUDA_SUCCESS;
+
+	if (x->dead || x->broken)
+		return;
+	for (uint32_t i = 0; i < mm->pack->map_cnt; i++)
+		any |= mm->placed[i] && copied_back(mm->pack->maps[i].type);
+	if (!any || cu->CtxPushCurrent(x->ctx) != CUDA_SUCCESS)
+		return;
+	for (uint32_t i = 0; i < mm->pack->map_cnt && r == CUDA_SUCCESS; i++)
+		if (mm->placed[i] && copied_back(mm->pack->maps[i].type))
+			r = cu->MemcpyDtoHAsync(x->m[i].host, x->m[i].dptr, x->m[i].bytes,
+						x->stream);
+	if (r == CUDA_SUCCESS)
+		r = cu->StreamSynchronize(x->stream);
+	cu->CtxPopCurrent(&popped);
+	if (r != CUDA_SUCCESS)
+		return;	/* a faulted context: keep the previous snapshot */
+	for (uint32_t i = 0; i < mm->pack->map_cnt; i++)
+		if (mm->placed[i] && copied_back(mm->pack->maps[i].type)) {
+			memcpy(x->m[i].last, x->m[i].host, x->m[i].bytes);
+			x->m[i].have_last = true;
+		}
+}
+
+static void publish(struct nv_maps *mm)
+{
+	for (uint32_t i = 0; i < mm->pack->map_cnt; i++) {
+		const struct gx_pack_map *pm = &mm->pack->maps[i];
+		struct nv_shm *s = &mm->shm[i];
+
+		if (!mm->placed[i])
+			continue;
+		if (is_array(pm->type)) {
+			bool any = false;
+
+			memcpy(mm->fold[i], mm->shm_init[i], nv_shm_values_size(s));
+			for (struct nv_ctx *x = mm->ctxs; x; x = x->next) {
+				if (x->broken || !x->m[i].have_last)
+					continue;
+				nv_fold_values(mm->fold[i], s->nr_slots, x->m[i].last, x->m[i].init,
+					       dev_slots(pm), pm->max_entries, pm->value_size,
+					       s->stride);
+				any = true;
+			}
+			if (any)
+				nv_shm_write_values(s, mm->fold[i]);
+		} else if (is_hash(pm->type)) {
+			bool any = false;
+
+			for (struct nv_ctx *x = mm->ctxs; x && !any; x = x->next)
+				any = !x->broken && x->m[i].have_last;
+			if (!any)
+				continue;
+			nv_shm_hash_begin(s);
+			for (struct nv_ctx *x = mm->ctxs; x; x = x->next) {
+				const struct nv_dmap *m = &x->m[i];
+				const uint8_t *b = m->last + sizeof(struct gpuext_ptx_hash_hdr);
+
+				if (x->broken || !m->have_last)
+					continue;
+				for (uint32_t k = 0; k < m->nr_buckets; k++, b += m->bucket_size) {
+					uint32_t state;
+
+					memcpy(&state, b, sizeof(state));
+					if (state == GPUEXT_PTX_HASH_FULL)
+						nv_shm_hash_add(s, b + 8,
+								b + 8 + gpuext_round8(pm->key_size));
+				}
+			}
+			nv_shm_hash_end(s);
+		} else if (pm->type == BPF_MAP_TYPE_RINGBUF) {
+			uint64_t drops = 0;
+
+			for (struct nv_ctx *x = mm->ctxs; x; x = x->next) {
+				if (x->broken || !x->m[i].rh)
+					continue;
+				nv_ring_drain(x->m[i].rh, x->m[i].host, (uint32_t)x->m[i].bytes, s);
+				drops += __atomic_load_n(&x->m[i].rh->dropped, __ATOMIC_RELAXED);
+			}
+			mm->dev_drops[i] = mm->dead_drops[i] + drops;
+		}
+	}
+}
+
+void nv_maps__mirror(struct nv_maps *mm)
+{
+	pthread_mutex_lock(&mm->lock);
+	for (struct nv_ctx *x = mm->ctxs; x; x = x->next)
+		snapshot(mm, x);
+	publish(mm);
+	pthread_mutex_unlock(&mm->lock);
+}
+
+/*
+ * The device memory and pinned rings of @x go with its context: nothing of
+ * it may be touched again. Its last array/hash values stay in the sums, its
+ * ring drop count in the totals. Called with mm->lock held.
+ */
+static void retire(struct nv_maps *mm, struct nv_ctx *x, bool rings_readable)
+{
+	x->dead = true;
+	for (uint32_t i = 0; i < GX_PACK_MAX_MAPS; i++) {
+		if (x->m[i].rh && rings_readable)
+			mm->dead_drops[i] += __atomic_load_n(&x->m[i].rh->dropped,
+							     __ATOMIC_RELAXED);
+		x->m[i].rh = NULL;
+		x->m[i].host = NULL;
+		x->m[i].dptr = 0;
+	}
+}
+
+void nv_maps__ctx_gone(struct nv_maps *mm, CUcontext c)
+{
+	struct nv_ctx *x;
+
+	pthread_mutex_lock(&mm->lock);
+	x = find_live(mm, c);
+	if (x) {
+		snapshot(mm, x);
+		publish(mm);	/* rings too: the pinned memory goes with the context */
+		retire(mm, x, true);
+	}
+	pthread_mutex_unlock(&mm->lock);
+}
+
+void nv_maps__ctx_lost(struct nv_maps *mm, CUcontext c)
+{
+	struct nv_ctx *x;
+
+	pthread_mutex_lock(&mm->lock);
+	x = find_live(mm, c);
+	if (x)
+		retire(mm, x, false);	/* already freed: its last drop count is lost */
+	pthread_mutex_unlock(&mm->lock);
+}
+
+static void *mirror_main(void *arg)
+{
+	struct nv_maps *mm = arg;
+	struct timespec until;
+
+	/* This thread only copies: it must never invalidate an app's stream capture. */
+	nv_capture_relax(mm->cu);
+	pthread_mutex_lock(&mm->lock);
+	while (!mm->stop) {
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += (long)mm->interval_ms * 1000000L;
+		until.tv_sec += until.tv_nsec / 1000000000L;
+		until.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&mm->cond, &mm->lock, &until);
+		if (mm->stop)
+			break;
+		pthread_mutex_unlock(&mm->lock);
+		nv_maps__mirror(mm);
+		if (mm->tick)
+			mm->tick(mm->tick_user);
+		pthread_mutex_lock(&mm->lock);
+	}
+	pthread_mutex_unlock(&mm->lock);
+	return NULL;
+}
+
+int nv_maps__start(struct nv_maps *mm)
+{
+	pthread_condattr_t ca;
+	int e;
+
+	pthread_mutex_lock(&mm->lock);
+	if (mm->thread_started) {
+		pthread_mutex_unlock(&mm->lock);
+		return 0;
+	}
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_destroy(&mm->cond);
+	pthread_cond_init(&mm->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	e = pthread_create(&mm->thread, NULL, mirror_main, mm);
+	mm->thread_started = e == 0;
+	pthread_mutex_unlock(&mm->lock);
+	return -e;
+}
+
+void nv_maps__stop(struct nv_maps *mm)
+{
+	bool joined;
+
+	pthread_mutex_lock(&mm->lock);
+	mm->stop = true;
+	joined = mm->thread_started;
+	mm->thread_started = false;
+	pthread_cond_broadcast(&mm->cond);
+	pthread_mutex_unlock(&mm->lock);
+	if (joined)
+		pthread_join(mm->thread, NULL);
+}
+
+void nv_maps__report(struct nv_maps *mm, int fd, bool drops_only)
+{
+	for (uint32_t i = 0; i < mm->pack->map_cnt; i++) {
+		char line[256];
+		int n;
+
+		if (mm->pack->maps[i].type != BPF_MAP_TYPE_RINGBUF || !mm->placed[i])
+			continue;
+		if (drops_only && !mm->dev_drops[i] && !mm->shm[i].host_drops)
+			continue;
+		n = snprintf(line, sizeof(line), "%sring '%s': %llu records, %llu dropped on the "
+			     "device (ring full), %llu dropped on the host (shm ring full)\n",
+			     drops_only ? "gpuext-nvprobe: " : "",
+			     mm->pack->maps[i].name, (unsigned long long)mm->shm[i].records,
+			     (unsigned long long)mm->dev_drops[i],
+			     (unsigned long long)mm->shm[i].host_drops);
+		if (n > 0 && write(fd, line, (size_t)n) < 0)
+			return;
+	}
+}

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Small pure pieces of the preload library, kept apart so that tests link
+ * them without interposing anything: the .entry names of a PTX module, the
+ * kernels.txt line, the kernel filter, and which versioned entry point a
+ * cuGetProcAddress request means.
+ */
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nv_util.h"
+
+static bool name_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '$' || c == '.' || c == '%';
+}
+
+static int push(char ***v, size_t *n, const char *s, size_t len)
+{
+	char **t = realloc(*v, (*n + 1) * sizeof(**v));
+
+	if (!t)
+		return -ENOMEM;
+	*v = t;
+	t[*n] = strndup(s, len);
+	if (!t[*n])
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+int nv_ptx_entries(const char *ptx, size_t len, char ***names, size_t *cnt)
+{
+	const char *p = ptx, *end = ptx + len;
+	int e = 0;
+
+	*names = NULL;
+	*cnt = 0;
+	while (p < end && !e) {
+		if (p + 1 < end && p[0] == '/' && p[1] == '/') {
+			while (p < end && *p != '\n')
+				p++;
+			continue;
+		}
+		if (p + 1 < end && p[0] == '/' && p[1] == '*') {
+			const char *q = p + 2;
+
+			while (q + 1 < end && !(q[0] == '*' && q[1] == '/'))
+				q++;
+			p = q + 2 <= end ? q + 2 : end;
+			continue;
+		}
+		if (*p == '"') {	/* strings (e.g. in .file) never hold directives */
+			p++;
+			while (p < end && *p != '"' && *p != '\n')
+				p++;
+			p++;
+			continue;
+		}
+		/* ".entry" as a whole token: preceded by a non-name char, followed by space. */
+		if (*p == '.' && end - p > 7 && !strncmp(p, ".entry", 6) &&
+		    (p[6] == ' ' || p[6] == '\t' || p[6] == '\n' || p[6] == '\r') &&
+		    (p == ptx || !name_char(p[-1]))) {
+			const char *q = p + 6, *s;
+
+			while (q < end && (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r'))
+				q++;
+			s = q;
+			while (q < end && name_char(*q))
+				q++;
+			if (q > s)
+				e = push(names, cnt, s, (size_t)(q - s));
+			p = q;
+			continue;
+		}
+		p++;
+	}
+	if (e)
+		nv_free_names(*names, *cnt), *names = NULL, *cnt = 0;
+	return e;
+}
+
+void nv_free_names(char **names, size_t cnt)
+{
+	for (size_t i = 0; i < cnt; i++)
+		free(names[i]);
+	free(names);
+}
+
+bool nv_filter_match(const char *glob, const char *name)
+{
+	return !glob || !glob[0] || fnmatch(glob, name, 0) == 0;
+}
+
+int nv_kernel_line(char *buf, size_t len, unsigned pid, uint64_t id, const char *status,
+		   const char *name)
+{
+	char st[48];
+	size_t i;
+
+	/* The status is one field of at most 47 chars: no spaces in it. */
+	for (i = 0; status[i] && i < sizeof(st) - 1; i++)
+		st[i] = status[i] == ' ' || status[i] == '\n' || status[i] == '\t' ? '_' :
+										      status[i];
+	st[i] = '\0';
+	return snprintf(buf, len, "%u %016llx %s %s\n", pid, (unsigned long long)id, st, name);
+}
+
+const struct nv_hook_ver *nv_pick_version(const struct nv_hook_ver *v, size_t n,
+					  const char *base, int cuda_version, uint64_t flags)
+{
+	const struct nv_hook_ver *best = NULL;
+	bool want_pt = flags & NV_PROC_PER_THREAD;
+	bool have_pt = false;
+
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i].base, base) && v[i].per_thread)
+			have_pt = true;
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(v[i].base, base) || v[i].since > cuda_version)
+			continue;
+		if (have_pt && v[i].per_thread != want_pt)
+			continue;
+		if (!best || v[i].since > best->since)
+			best = &v[i];
+	}
+	return best;
+}

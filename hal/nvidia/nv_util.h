@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Pure helpers of the preload library (nv_util.c); internal to hal/nvidia. */
+#ifndef GPUEXT_NV_UTIL_H
+#define GPUEXT_NV_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The .entry names of a PTX module, in order (comments skipped). 0 or -ENOMEM. */
+int nv_ptx_entries(const char *ptx, size_t len, char ***names, size_t *cnt);
+void nv_free_names(char **names, size_t cnt);
+
+/* The pack's kernel filter: "" or NULL matches all; else an fnmatch(3) glob. */
+bool nv_filter_match(const char *glob, const char *name);
+
+/* "<pid> <id 16 hex> <status> <name>\n" (kernels.txt); spaces in status become '_'. */
+int nv_kernel_line(char *buf, size_t len, unsigned pid, uint64_t id, const char *status,
+		   const char *name);
+
+/* One versioned export of an interposed entry point. */
+struct nv_hook_ver {
+	const char *name;	/* exported symbol: "cuCtxCreate_v3" */
+	const char *base;	/* what cuGetProcAddress is asked for: "cuCtxCreate" */
+	int since;		/* CUDA version that introduced it (cudaTypedefs.h PFN_*_vNNNNN) */
+	bool per_thread;	/* a _ptsz/_ptds variant */
+};
+
+#define NV_PROC_PER_THREAD 2	/* CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM */
+
+/*
+ * The variant a cuGetProcAddress(@base, @cuda_version, @flags) request is
+ * answered with: the newest one not newer than @cuda_version, per-thread
+ * when asked and one exists. NULL if none.
+ */
+const struct nv_hook_ver *nv_pick_version(const struct nv_hook_ver *v, size_t n,
+					  const char *base, int cuda_version, uint64_t flags);
+
+#endif

@@ -1,0 +1,1407 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The PTX splicer: calls to the probes of a pack (codegen/ptx/ptx_probe.c)
+ * spliced into an application's PTX module, at kernel entry, before every
+ * exit, and after global loads/stores. Lives in the LD_PRELOAD library: libc
+ * and gx_kernel_id() (hash.c) only, no LLVM.
+ *
+ * The parser works on statements, not a grammar: PTX is regular enough
+ * (nvcc, NVRTC, LLVM and Triton all print it the same way) that a scanner
+ * which knows comments, strings, braces, labels and the few directives that
+ * end at a newline (.version .target .address_size .file .loc) finds every
+ * place we need, and copies everything else through byte for byte. What it
+ * writes into a kernel:
+ *
+ *   after the body's '{'      .reg declarations (a prefix absent from the
+ *                             module: %gxs_*, or %gxs1_* ...) and the probe
+ *                             context, `.local .align 8 .b8 gxs_ctx[112]`;
+ *   before the first code     the context filled (ptx_splice.h: ctx layout)
+ *                             and gpuext_probe_entry called;
+ *   before each ret/exit      timer refreshed, event = 1, gpuext_probe_exit;
+ *                             a predicated one (@%p ret) is skipped over by
+ *                             a branch on the negated predicate, so the
+ *                             probe runs exactly when the exit does;
+ *   around ld/st.global       address (and store value) taken before the
+ *                             instruction into our registers (the load may
+ *                             overwrite its own address register), loaded
+ *                             value after it; then gpuext_probe_load/store.
+ *   generic ld/st (no state   the same, but only when isspacep.global says
+ *   space)                    the address is global (LLVM-made PTX often
+ *                             leaves global accesses generic).
+ *
+ * The module's .version and .target are raised to what the probes say they
+ * need ("// gpuext-ptx-version", "// gpuext-ptx-target" in the pack's text);
+ * raising .target (sm_52 -> sm_75) is what lets probes built for sm_75 land
+ * in an old module; code that only PTX for sm_6x accepts (shfl without
+ * .sync) would then be refused by the JIT, and said so.
+ *
+ * Every call site passes the generic address of the context: the probes
+ * themselves do leader election (warp mode), so any call site works, even
+ * under divergent control flow. PTX registers are virtual: the calls cannot
+ * clobber the application's registers, ptxas saves what lives across them.
+ */
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nvprobe.h"
+#include "ptx_splice.h"
+
+/* ------------------------------------------------------------------ */
+/* Output buffer                                                       */
+/* ------------------------------------------------------------------ */
+
+struct obuf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+static void oput(struct obuf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		char *p;
+
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		p = realloc(b->p, cap);
+		if (!p) {
+			b->oom = true;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static void oprintf(struct obuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void oprintf(struct obuf *b, const char *fmt, ...)
+{
+	char tmp[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(tmp)) {
+		b->oom = true; /* our own lines are short: never happens */
+		return;
+	}
+	oput(b, tmp, (size_t)n);
+}
+
+/* ------------------------------------------------------------------ */
+/* Scanner: one statement at a time                                    */
+/* ------------------------------------------------------------------ */
+
+enum stmt_kind {
+	ST_EOF,
+	ST_STMT,	/* ends with ';' */
+	ST_LINE,	/* a directive that ends at the newline */
+	ST_LABEL,	/* name: */
+	ST_OPEN,	/* '{' opening a block */
+	ST_CLOSE,	/* '}' */
+	ST_HEADER,	/* text followed by '{': function or .section */
+};
+
+struct stmt {
+	enum stmt_kind kind;
+	size_t start, end;	/* src bytes: first character .. one past its last */
+	unsigned line;		/* line of start (1-based) */
+	char *text;		/* comments removed, whitespace runs made one space */
+	size_t len, cap;
+};
+
+/* What the splicer knows about one register declaration (.reg .b32 %r<10>;). */
+struct regdecl {
+	char name[48];
+	bool range;		/* %r<10>: %r0 .. %r9 */
+	unsigned size;		/* bytes; 0: predicate or unknown */
+};
+
+struct splicer {
+	const char *src;
+	size_t n, pos;
+	unsigned line;
+	struct stmt st;
+	struct obuf out;
+	size_t copied;		/* src[0 .. copied) is in out */
+	const struct gx_pack *pack;
+	struct gx_splice_stats *stats;
+	char *err;
+	size_t err_len;
+	int rc;
+
+	char pfx[16];		/* our register/label prefix, absent from the module */
+	unsigned label_seq;
+	int sm;			/* .target sm_XX; 0 unknown */
+	unsigned ver;		/* .version as major * 10 + minor */
+	bool have_version, have_target;
+	size_t ver_start, ver_end, hdr_end;
+	size_t sm_start, sm_end;	/* the "sm_NN" token of .target (sm_end 0: none) */
+	unsigned need_ver;	/* what the probes need: PTX ISA version ... */
+	int need_sm;		/* ... and target */
+	bool probes_declared;
+
+	struct regdecl *regs;
+	size_t nregs, capregs;
+};
+
+static int fail(struct splicer *s, unsigned line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(struct splicer *s, unsigned line, const char *fmt, ...)
+{
+	va_list ap;
+	int n = 0;
+
+	if (s->rc)
+		return s->rc;
+	if (s->err && s->err_len) {
+		n = snprintf(s->err, s->err_len, "line %u: ", line);
+		if (n >= 0 && (size_t)n < s->err_len) {
+			va_start(ap, fmt);
+			vsnprintf(s->err + n, s->err_len - (size_t)n, fmt, ap);
+			va_end(ap);
+		}
+	}
+	s->rc = -EINVAL;
+	return s->rc;
+}
+
+static void text_put(struct splicer *s, char c)
+{
+	struct stmt *t = &s->st;
+
+	if (c == ' ' && (!t->len || t->text[t->len - 1] == ' '))
+		return;
+	if (t->len + 2 > t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 256;
+		char *p = realloc(t->text, cap);
+
+		if (!p) {
+			s->out.oom = true;
+			return;
+		}
+		t->text = p;
+		t->cap = cap;
+	}
+	t->text[t->len++] = c;
+	t->text[t->len] = '\0';
+}
+
+static bool is_ident(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '$';
+}
+
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+/* Skips whitespace and comments. false on an unterminated comment. */
+static bool skip_blank(struct splicer *s)
+{
+	while (s->pos < s->n) {
+		char c = s->src[s->pos];
+
+		if (c == '\n') {
+			s->line++;
+			s->pos++;
+		} else if (is_space(c)) {
+			s->pos++;
+		} else if (c == '/' && s->pos + 1 < s->n && s->src[s->pos + 1] == '/') {
+			while (s->pos < s->n && s->src[s->pos] != '\n')
+				s->pos++;
+		} else if (c == '/' && s->pos + 1 < s->n && s->src[s->pos + 1] == '*') {
+			unsigned start = s->line;
+
+			s->pos += 2;
+			while (s->pos + 1 < s->n && !(s->src[s->pos] == '*' && s->src[s->pos + 1] == '/')) {
+				if (s->src[s->pos] == '\n')
+					s->line++;
+				s->pos++;
+			}
+			if (s->pos + 1 >= s->n) {
+				fail(s, start, "unterminated /* comment");
+				return false;
+			}
+			s->pos += 2;
+		} else {
+			break;
+		}
+	}
+	return true;
+}
+
+/*
+ * Consumes one character of statement text at s->pos into the cleaned text:
+ * a comment becomes a space, a string is copied whole. false on an
+ * unterminated string or comment.
+ */
+static bool take_char(struct splicer *s)
+{
+	char c = s->src[s->pos];
+
+	if (c == '/' && s->pos + 1 < s->n && (s->src[s->pos + 1] == '/' || s->src[s->pos + 1] == '*')) {
+		if (!skip_blank(s))
+			return false;
+		text_put(s, ' ');
+		return true;
+	}
+	if (c == '"') {
+		unsigned start = s->line;
+
+		text_put(s, c);
+		for (s->pos++; s->pos < s->n && s->src[s->pos] != '"'; s->pos++) {
+			if (s->src[s->pos] == '\n')
+				return fail(s, start, "unterminated string"), false;
+			text_put(s, s->src[s->pos]);
+		}
+		if (s->pos >= s->n)
+			return fail(s, start, "unterminated string"), false;
+		text_put(s, '"');
+		s->pos++;
+		return true;
+	}
+	if (c == '\n')
+		s->line++;
+	text_put(s, is_space(c) ? ' ' : c);
+	s->pos++;
+	return true;
+}
+
+/* Reads a balanced { ... } (initializer or vector operand) into the text. */
+static bool take_braces(struct splicer *s)
+{
+	unsigned start = s->line;
+	int depth = 0;
+
+	do {
+		char c = s->src[s->pos];
+
+		if (c == '{')
+			depth++;
+		else if (c == '}')
+			depth--;
+		if (!take_char(s))
+			return false;
+	} while (depth > 0 && s->pos < s->n);
+	if (depth > 0)
+		return fail(s, start, "unbalanced '{' in a statement"), false;
+	return true;
+}
+
+static bool line_directive(const char *p, size_t left)
+{
+	static const char *const d[] = { ".version", ".target", ".address_size", ".file", ".loc" };
+
+	for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++) {
+		size_t n = strlen(d[i]);
+
+		if (left > n && !strncmp(p, d[i], n) && is_space(p[n]))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The next statement. @in_body: inside a function, where '{' after some
+ * text is a vector operand, not a block.
+ */
+static enum stmt_kind next_stmt(struct splicer *s, bool in_body)
+{
+	struct stmt *t = &s->st;
+	size_t p;
+
+	t->len = 0;
+	if (t->text)
+		t->text[0] = '\0';
+	if (!skip_blank(s))
+		return t->kind = ST_EOF;
+	t->start = s->pos;
+	t->line = s->line;
+	if (s->pos >= s->n)
+		return t->kind = ST_EOF;
+	if (s->src[s->pos] == '{' || s->src[s->pos] == '}') {
+		t->kind = s->src[s->pos] == '{' ? ST_OPEN : ST_CLOSE;
+		t->end = ++s->pos;
+		return t->kind;
+	}
+	/* label: identifier, optional blanks, ':' (not '::') */
+	p = s->pos;
+	if (is_ident(s->src[p]) || s->src[p] == '%') {
+		while (p < s->n && (is_ident(s->src[p]) || s->src[p] == '%'))
+			p++;
+		{
+			size_t q = p;
+
+			while (q < s->n && (s->src[q] == ' ' || s->src[q] == '\t'))
+				q++;
+			if (q < s->n && s->src[q] == ':' && (q + 1 >= s->n || s->src[q + 1] != ':')) {
+				for (size_t i = s->pos; i < p; i++)
+					text_put(s, s->src[i]);
+				s->pos = q + 1;
+				t->end = s->pos;
+				return t->kind = ST_LABEL;
+			}
+		}
+	}
+	if (line_directive(s->src + s->pos, s->n - s->pos)) {
+		while (s->pos < s->n && s->src[s->pos] != '\n') {
+			if (s->src[s->pos] == '/' && s->pos + 1 < s->n &&
+			    (s->src[s->pos + 1] == '/' || s->src[s->pos + 1] == '*'))
+				break;
+			if (!take_char(s))
+				return t->kind = ST_EOF;
+		}
+		t->end = s->pos;
+		while (t->len && t->text[t->len - 1] == ' ')
+			t->text[--t->len] = '\0';
+		return t->kind = ST_LINE;
+	}
+	while (s->pos < s->n) {
+		char c = s->src[s->pos];
+
+		if (c == ';') {
+			s->pos++;
+			t->end = s->pos;
+			while (t->len && t->text[t->len - 1] == ' ')
+				t->text[--t->len] = '\0';
+			return t->kind = ST_STMT;
+		}
+		if (c == '}') {
+			while (t->len && t->text[t->len - 1] == ' ')
+				t->text[--t->len] = '\0';
+			fail(s, t->line, "'}' inside a statement (missing ';' after \"%.60s\")", t->text);
+			return t->kind = ST_EOF;
+		}
+		if (c == '{') {
+			if (strchr(t->text, '=') || in_body) {
+				if (!take_braces(s))
+					return t->kind = ST_EOF;
+				continue;
+			}
+			s->pos++;
+			t->end = s->pos;
+			return t->kind = ST_HEADER;
+		}
+		if (!take_char(s))
+			return t->kind = ST_EOF;
+	}
+	while (t->len && t->text[t->len - 1] == ' ')
+		t->text[--t->len] = '\0';
+	fail(s, t->line, "statement \"%.60s\" does not end (no ';')", t->text);
+	return t->kind = ST_EOF;
+}
+
+/* ------------------------------------------------------------------ */
+/* Copying and inserting                                               */
+/* ------------------------------------------------------------------ */
+
+/* Copies the source up to @pos (unchanged) into the output. */
+static void copy_to(struct splicer *s, size_t pos)
+{
+	if (pos > s->copied) {
+		oput(&s->out, s->src + s->copied, pos - s->copied);
+		s->copied = pos;
+	}
+}
+
+/* Copies up to the current statement, leaving its indentation for after our lines. */
+static void copy_to_stmt(struct splicer *s)
+{
+	size_t at = s->st.start;
+
+	while (at > s->copied && (s->src[at - 1] == ' ' || s->src[at - 1] == '\t'))
+		at--;
+	copy_to(s, at);
+}
+
+/* ------------------------------------------------------------------ */
+/* Registers of the current function                                   */
+/* ------------------------------------------------------------------ */
+
+static unsigned type_size(const char *t)
+{
+	static const struct {
+		const char *name;
+		unsigned size;
+	} types[] = {
+		{ "b8", 1 }, { "u8", 1 }, { "s8", 1 }, { "b16", 2 }, { "u16", 2 }, { "s16", 2 },
+		{ "f16", 2 }, { "bf16", 2 }, { "b32", 4 }, { "u32", 4 }, { "s32", 4 }, { "f32", 4 },
+		{ "f16x2", 4 }, { "bf16x2", 4 }, { "tf32", 4 }, { "b64", 8 }, { "u64", 8 },
+		{ "s64", 8 }, { "f64", 8 }, { "b128", 16 }, { "e4m3x2", 2 }, { "e5m2x2", 2 },
+	};
+
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (!strcmp(t, types[i].name))
+			return types[i].size;
+	return 0;
+}
+
+static void add_reg(struct splicer *s, const char *name, size_t len, bool range, unsigned size)
+{
+	struct regdecl *r;
+
+	if (s->nregs == s->capregs) {
+		size_t cap = s->capregs ? s->capregs * 2 : 64;
+		struct regdecl *p = realloc(s->regs, cap * sizeof(*p));
+
+		if (!p) {
+			s->out.oom = true;
+			return;
+		}
+		s->regs = p;
+		s->capregs = cap;
+	}
+	r = &s->regs[s->nregs++];
+	if (len >= sizeof(r->name))
+		len = sizeof(r->name) - 1;
+	memcpy(r->name, name, len);
+	r->name[len] = '\0';
+	r->range = range;
+	r->size = size;
+}
+
+/* ".reg .b32 %r<10>, %x;" -> table entries. */
+static void record_regs(struct splicer *s, const char *t)
+{
+	unsigned size = 0;
+	const char *p = t + 4;
+
+	while (*p) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		if (*p == '.') {
+			char ty[16];
+			size_t n = 0;
+
+			p++;
+			while (is_ident(*p) && n < sizeof(ty) - 1)
+				ty[n++] = *p++;
+			ty[n] = '\0';
+			if (!strcmp(ty, "v2") || !strcmp(ty, "v4") || !strcmp(ty, "align"))
+				continue;
+			size = type_size(ty);
+			continue;
+		}
+		if (*p == '%' || is_ident(*p)) {
+			const char *nm = p;
+
+			while (*p == '%' || is_ident(*p))
+				p++;
+			add_reg(s, nm, (size_t)(p - nm), *p == '<', size);
+			while (*p && *p != ',')
+				p++;
+			continue;
+		}
+		if (*p)
+			p++;
+	}
+}
+
+/* Size of register @name (bytes), 0 if unknown. */
+static unsigned reg_size(const struct splicer *s, const char *name)
+{
+	size_t best = 0;
+	unsigned size = 0;
+
+	for (size_t i = 0; i < s->nregs; i++) {
+		const struct regdecl *r = &s->regs[i];
+		size_t n = strlen(r->name);
+
+		if (!r->range) {
+			if (!strcmp(r->name, name))
+				return r->size;
+			continue;
+		}
+		if (!strncmp(name, r->name, n) && name[n] && n > best) {
+			const char *d = name + n;
+
+			while (*d >= '0' && *d <= '9')
+				d++;
+			if (!*d) {
+				best = n;
+				size = r->size;
+			}
+		}
+	}
+	return size;
+}
+
+/* ------------------------------------------------------------------ */
+/* Instrumentation code                                                */
+/* ------------------------------------------------------------------ */
+
+static const char *const ev_name[GX_PROBE_NR] = { "entry", "exit", "load", "store" };
+
+static bool has_event(const struct splicer *s, int ev)
+{
+	return s->pack->events & (1u << ev);
+}
+
+static void emit_call(struct splicer *s, int ev)
+{
+	const char *p = s->pfx;
+
+	oprintf(&s->out, "\t{\n\t.param .b64 %s_arg;\n\tcvta.local.u64 %%%s_c, %s_ctx;\n"
+		"\tst.param.b64 [%s_arg], %%%s_c;\n\tcall gpuext_probe_%s, (%s_arg);\n\t}\n",
+		p, p, p, p, p, ev_name[ev], p);
+}
+
+/* The context filled at kernel entry; @param0: the first kernel parameter or "". */
+static void emit_entry(struct splicer *s, const char *kname, const char *param0)
+{
+	static const char *const dims[3] = { "x", "y", "z" };
+	static const struct {
+		const char *sreg;
+		unsigned off;
+	} vec3[] = { { "nctaid", GX_CTX_GRID }, { "ntid", GX_CTX_BLOCK }, { "ctaid", GX_CTX_BLOCK_ID },
+		     { "tid", GX_CTX_THREAD_ID } };
+	const char *p = s->pfx;
+	unsigned long long kid = (unsigned long long)gx_kernel_id(kname, strlen(kname));
+
+	oprintf(&s->out, "\t// gpuext: probe context (hal/nvidia/ptx_splice.c)\n");
+	oprintf(&s->out, "\tmov.u64 %%%s_d, %llu;\n\tst.local.u64 [%s_ctx+%u], %%%s_d;\n", p, kid, p,
+		GX_CTX_KERNEL_ID, p);
+	oprintf(&s->out, "\tmov.u64 %%%s_d, %%globaltimer;\n\tst.local.u64 [%s_ctx+%u], %%%s_d;\n",
+		p, p, GX_CTX_TIMER, p);
+	oprintf(&s->out, "\tst.local.u64 [%s_ctx+%u], 0;\n\tst.local.u64 [%s_ctx+%u], 0;\n"
+		"\tst.local.u32 [%s_ctx+%u], 0;\n\tst.local.u32 [%s_ctx+%u], %u;\n", p, GX_CTX_ADDR, p,
+		GX_CTX_VALUE, p, GX_CTX_SIZE, p, GX_CTX_EVENT, (unsigned)GX_PROBE_ENTRY);
+	for (size_t v = 0; v < sizeof(vec3) / sizeof(vec3[0]); v++)
+		for (int d = 0; d < 3; d++)
+			oprintf(&s->out, "\tmov.u32 %%%s_r0, %%%s.%s;\n\tst.local.u32 [%s_ctx+%u], "
+				"%%%s_r0;\n", p, vec3[v].sreg, dims[d], p, vec3[v].off + 4u * (unsigned)d,
+				p);
+	oprintf(&s->out, "\tmov.u32 %%%s_r0, %%laneid;\n\tst.local.u32 [%s_ctx+%u], %%%s_r0;\n", p,
+		p, GX_CTX_LANE, p);
+	/* warp = linear thread index / 32 (not %warpid, which names a hardware slot) */
+	oprintf(&s->out, "\tmov.u32 %%%s_r0, %%tid.z;\n\tmov.u32 %%%s_r1, %%ntid.y;\n"
+		"\tmov.u32 %%%s_r2, %%tid.y;\n\tmad.lo.u32 %%%s_r0, %%%s_r0, %%%s_r1, %%%s_r2;\n"
+		"\tmov.u32 %%%s_r1, %%ntid.x;\n\tmov.u32 %%%s_r2, %%tid.x;\n"
+		"\tmad.lo.u32 %%%s_r0, %%%s_r0, %%%s_r1, %%%s_r2;\n\tshr.u32 %%%s_r0, %%%s_r0, 5;\n"
+		"\tst.local.u32 [%s_ctx+%u], %%%s_r0;\n", p, p, p, p, p, p, p, p, p, p, p, p, p, p, p,
+		p, GX_CTX_WARP, p);
+	oprintf(&s->out, "\tmov.u32 %%%s_r0, %%smid;\n\tst.local.u32 [%s_ctx+%u], %%%s_r0;\n", p, p,
+		GX_CTX_SM, p);
+	oprintf(&s->out, "\tld.global.u32 %%%s_r0, [gpuext_rt_gpu_id];\n"
+		"\tst.local.u32 [%s_ctx+%u], %%%s_r0;\n", p, p, GX_CTX_GPU, p);
+	if (param0[0] && (s->sm >= 70 || s->need_sm >= 70))
+		oprintf(&s->out, "\tmov.u64 %%%s_d, %s;\n\tcvta.param.u64 %%%s_d, %%%s_d;\n"
+			"\tst.local.u64 [%s_ctx+%u], %%%s_d;\n", p, param0, p, p, p, GX_CTX_ARGS, p);
+	else
+		oprintf(&s->out, "\tst.local.u64 [%s_ctx+%u], 0;\n", p, GX_CTX_ARGS);
+	if (has_event(s, GX_PROBE_ENTRY)) {
+		emit_call(s, GX_PROBE_ENTRY);
+		s->stats->entry_sites++;
+	}
+}
+
+/* Splits "@%p1 op ..." / "@!%p1 op ..." into the guard and the rest. */
+static const char *split_guard(const char *t, char *guard, size_t glen, bool *neg)
+{
+	size_t n = 0;
+
+	guard[0] = '\0';
+	*neg = false;
+	if (*t != '@')
+		return t;
+	t++;
+	if (*t == '!') {
+		*neg = true;
+		t++;
+	}
+	while (*t && *t != ' ' && n < glen - 1)
+		guard[n++] = *t++;
+	guard[n] = '\0';
+	while (*t == ' ')
+		t++;
+	return t;
+}
+
+/* @G bra over our code when the instruction's guard G is false. */
+static void emit_skip(struct splicer *s, const char *guard, bool neg, unsigned label)
+{
+	oprintf(&s->out, "\t@%s%s bra $%s_L%u;\n", neg ? "" : "!", guard, s->pfx, label);
+}
+
+static void exit_site(struct splicer *s, const char *guard, bool neg)
+{
+	const char *p = s->pfx;
+	unsigned label = 0;
+
+	if (!has_event(s, GX_PROBE_EXIT))
+		return;
+	copy_to_stmt(s);
+	if (guard[0]) {
+		label = ++s->label_seq;
+		emit_skip(s, guard, neg, label);
+	}
+	oprintf(&s->out, "\tmov.u64 %%%s_d, %%globaltimer;\n\tst.local.u64 [%s_ctx+%u], %%%s_d;\n"
+		"\tst.local.u32 [%s_ctx+%u], %u;\n", p, p, GX_CTX_TIMER, p, p, GX_CTX_EVENT,
+		(unsigned)GX_PROBE_EXIT);
+	emit_call(s, GX_PROBE_EXIT);
+	if (label)
+		oprintf(&s->out, "$%s_L%u:\n", p, label);
+	s->stats->exit_sites++;
+}
+
+/* Splits operands at top-level commas (outside {} and []). Returns the count. */
+static int split_operands(char *ops, char **out, int max)
+{
+	int n = 0, depth = 0;
+	char *start = ops;
+
+	for (char *c = ops;; c++) {
+		if (*c == '{' || *c == '[')
+			depth++;
+		else if (*c == '}' || *c == ']')
+			depth--;
+		if ((*c == ',' && depth == 0) || !*c) {
+			bool end = !*c;
+
+			*c = '\0';
+			while (*start == ' ')
+				start++;
+			for (char *e = c; e > start && e[-1] == ' ';)
+				*--e = '\0';
+			if (n < max)
+				out[n++] = start;
+			if (end)
+				break;
+			start = c + 1;
+		}
+	}
+	return n;
+}
+
+/* The first element of "{%f1, %f2}", or the operand itself; "" when none. */
+static void first_elem(const char *op, char *out, size_t len)
+{
+	size_t n = 0;
+
+	if (*op == '{')
+		op++;
+	while (*op == ' ')
+		op++;
+	while (*op && *op != ',' && *op != '}' && *op != ' ' && n < len - 1)
+		out[n++] = *op++;
+	out[n] = '\0';
+}
+
+static bool parse_imm(const char *t, unsigned long long *v)
+{
+	char *end;
+	bool neg = false;
+
+	if ((t[0] == '0') && (t[1] == 'f' || t[1] == 'F' || t[1] == 'd' || t[1] == 'D')) {
+		/* 0fXXXXXXXX / 0dXXXXXXXXXXXXXXXX: the IEEE bits in hex */
+		*v = strtoull(t + 2, &end, 16);
+		return *end == '\0' && end != t + 2;
+	}
+	if (*t == '-') {
+		neg = true;
+		t++;
+	}
+	*v = strtoull(t, &end, 0);
+	if (*end == 'U' || *end == 'u')
+		end++;
+	if (neg)
+		*v = -*v;
+	return *end == '\0' && end != t;
+}
+
+/* %SFX_v = the bits of @op (register or immediate), masked to @size bytes. */
+static void emit_value(struct splicer *s, const char *op, unsigned size)
+{
+	const char *p = s->pfx;
+	unsigned long long imm;
+	unsigned rs;
+
+	if (op[0] == '%') {
+		rs = reg_size(s, op);
+		if (rs == 8)
+			oprintf(&s->out, "\tmov.b64 %%%s_v, %s;\n", p, op);
+		else if (rs == 4)
+			oprintf(&s->out, "\tmov.b32 %%%s_r0, %s;\n\tcvt.u64.u32 %%%s_v, %%%s_r0;\n", p,
+				op, p, p);
+		else if (rs == 2)
+			oprintf(&s->out, "\tmov.b16 %%%s_h, %s;\n\tcvt.u64.u16 %%%s_v, %%%s_h;\n", p, op,
+				p, p);
+		else
+			oprintf(&s->out, "\tmov.u64 %%%s_v, 0;\n", p);
+		if (rs > size && size < 8 && (rs == 2 || rs == 4 || rs == 8))
+			oprintf(&s->out, "\tand.b64 %%%s_v, %%%s_v, %llu;\n", p, p,
+				(1ull << (8 * size)) - 1);
+		return;
+	}
+	if (!parse_imm(op, &imm))
+		imm = 0;
+	if (size < 8)
+		imm &= (1ull << (8 * size)) - 1;
+	oprintf(&s->out, "\tmov.u64 %%%s_v, %llu;\n", p, imm);
+}
+
+/*
+ * %SFX_a = the address in "[...]": reg, reg+imm, sym, sym+imm or imm.
+ * false when it has none of these forms (or a symbol in a generic access,
+ * whose space we cannot know).
+ */
+static bool emit_addr(struct splicer *s, const char *op, bool generic)
+{
+	const char *p = s->pfx;
+	char base[128], *plus;
+	long long off = 0;
+	size_t n;
+
+	if (op[0] != '[')
+		return false;
+	n = strcspn(op + 1, "]");
+	if (op[1 + n] != ']' || n == 0 || n >= sizeof(base))
+		return false;
+	memcpy(base, op + 1, n);
+	base[n] = '\0';
+	plus = strpbrk(base + 1, "+-");
+	if (plus) {
+		char *end;
+		const char *num = plus;
+
+		if (*num == '+')
+			num++;
+		off = strtoll(num, &end, 0);
+		if (*end && *end != ' ')
+			return false;
+		*plus = '\0';
+	}
+	for (char *e = base + strlen(base); e > base && e[-1] == ' ';)
+		*--e = '\0';
+	if (base[0] == '%') {
+		if (reg_size(s, base) == 4)
+			oprintf(&s->out, "\tcvt.u64.u32 %%%s_a, %s;\n", p, base);
+		else
+			oprintf(&s->out, "\tmov.b64 %%%s_a, %s;\n", p, base);
+	} else if ((base[0] >= '0' && base[0] <= '9') || base[0] == '-') {
+		unsigned long long v;
+
+		if (!parse_imm(base, &v))
+			return false;
+		oprintf(&s->out, "\tmov.u64 %%%s_a, %llu;\n", p, v);
+	} else if (!generic && is_ident(base[0])) {
+		oprintf(&s->out, "\tmov.u64 %%%s_a, %s;\n\tcvta.global.u64 %%%s_a, %%%s_a;\n", p, base,
+			p, p);
+	} else {
+		return false;
+	}
+	if (off)
+		oprintf(&s->out, "\tadd.s64 %%%s_a, %%%s_a, %lld;\n", p, p, off);
+	return true;
+}
+
+/*
+ * ld/st: is it one we instrument? Fills size (bytes accessed) and elem
+ * (bytes of one element), generic (no state space).
+ */
+static bool mem_opcode(const char *op, bool *load, bool *generic, unsigned *size, unsigned *elem)
+{
+	static const char *const other[] = { "shared", "local", "param", "const", "tex", "surf" };
+	char buf[128], *save = NULL, *c;
+	unsigned vec = 1, ts = 0;
+	bool global = false, space = false;
+
+	if (strlen(op) >= sizeof(buf))
+		return false;
+	strcpy(buf, op);
+	c = strtok_r(buf, ".", &save);
+	if (!c)
+		return false;
+	if (!strcmp(c, "ld") || !strcmp(c, "ldu"))
+		*load = true;
+	else if (!strcmp(c, "st"))
+		*load = false;
+	else
+		return false;
+	while ((c = strtok_r(NULL, ".", &save))) {
+		if (!strcmp(c, "global")) {
+			global = space = true;
+			continue;
+		}
+		for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++)
+			if (!strncmp(c, other[i], strlen(other[i])))
+				space = true;
+		/* st.async, st.bulk, ld with .mmio... are not plain accesses */
+		if (!strcmp(c, "async") || !strcmp(c, "bulk") || !strcmp(c, "mmio"))
+			return false;
+		if (c[0] == 'v' && (c[1] == '2' || c[1] == '4' || c[1] == '8') && !c[2])
+			vec = (unsigned)(c[1] - '0');
+		else if (type_size(c))
+			ts = type_size(c);
+	}
+	if ((space && !global) || !ts)
+		return false;
+	*generic = !space;
+	*elem = ts;
+	*size = ts * vec;
+	return true;
+}
+
+static void mem_site(struct splicer *s, const char *guard, bool neg, const char *opcode,
+		     char *operands)
+{
+	const char *p = s->pfx;
+	bool load = false, generic = false;
+	unsigned size = 0, elem = 0, label = 0;
+	char *ops[8], val[64] = "";
+	int nops;
+	int ev;
+
+	if (!mem_opcode(opcode, &load, &generic, &size, &elem))
+		return;
+	ev = load ? GX_PROBE_LOAD : GX_PROBE_STORE;
+	if (!has_event(s, ev))
+		return;
+	nops = split_operands(operands, ops, 8);
+	if (nops < 2) {
+		fail(s, s->st.line, "%s: expected two operands", opcode);
+		return;
+	}
+	copy_to_stmt(s);
+	if (guard[0] || generic) {
+		label = ++s->label_seq;
+		if (guard[0])
+			emit_skip(s, guard, neg, label);
+	}
+	if (!emit_addr(s, load ? ops[1] : ops[0], generic)) {
+		if (generic) {
+			/* e.g. ld.u32 [sym]: the space of a symbol is not ours to guess */
+			oprintf(&s->out, "$%s_L%u:\n", p, label);
+			return;
+		}
+		fail(s, s->st.line, "%s: cannot read the address operand '%s'", opcode,
+		     load ? ops[1] : ops[0]);
+		return;
+	}
+	if (!load) {
+		first_elem(ops[1], val, sizeof(val));
+		emit_value(s, val, elem);
+	}
+	/* the instruction itself, unchanged */
+	copy_to(s, s->st.end);
+	oput(&s->out, "\n", 1);
+	if (generic)
+		oprintf(&s->out, "\tisspacep.global %%%s_q, %%%s_a;\n\t@!%%%s_q bra $%s_L%u;\n", p, p,
+			p, p, label);
+	if (load) {
+		first_elem(ops[0], val, sizeof(val));
+		if (val[0] == '%')
+			emit_value(s, val, elem);
+		else
+			oprintf(&s->out, "\tmov.u64 %%%s_v, 0;\n", p);
+	}
+	oprintf(&s->out, "\tst.local.u64 [%s_ctx+%u], %%%s_a;\n\tst.local.u64 [%s_ctx+%u], %%%s_v;\n"
+		"\tst.local.u32 [%s_ctx+%u], %u;\n\tst.local.u32 [%s_ctx+%u], %d;\n", p, GX_CTX_ADDR,
+		p, p, GX_CTX_VALUE, p, p, GX_CTX_SIZE, size, p, GX_CTX_EVENT, ev);
+	emit_call(s, ev);
+	if (label)
+		oprintf(&s->out, "$%s_L%u:\n", p, label);
+	if (load)
+		s->stats->load_sites++;
+	else
+		s->stats->store_sites++;
+}
+
+/* One instruction of an instrumented kernel. */
+static void instruction(struct splicer *s)
+{
+	char guard[64], opcode[128], *ops, *copy;
+	const char *rest;
+	bool neg;
+	size_t n;
+
+	rest = split_guard(s->st.text, guard, sizeof(guard), &neg);
+	n = strcspn(rest, " ");
+	if (n >= sizeof(opcode))
+		return;
+	memcpy(opcode, rest, n);
+	opcode[n] = '\0';
+	if (!strcmp(opcode, "ret") || !strncmp(opcode, "ret.", 4) || !strcmp(opcode, "exit")) {
+		exit_site(s, guard, neg);
+		return;
+	}
+	if (strncmp(opcode, "ld", 2) && strncmp(opcode, "st", 2))
+		return;
+	copy = strdup(rest + n);
+	if (!copy) {
+		s->out.oom = true;
+		return;
+	}
+	ops = copy;
+	while (*ops == ' ')
+		ops++;
+	mem_site(s, guard, neg, opcode, ops);
+	free(copy);
+}
+
+/* ------------------------------------------------------------------ */
+/* Functions                                                           */
+/* ------------------------------------------------------------------ */
+
+struct fn_header {
+	bool entry;		/* .entry (else .func) */
+	char name[512];
+	char param0[512];	/* first parameter's name, "" if none */
+};
+
+/* Next identifier at *p (after blanks); "" if none. */
+static void ident_at(const char **p, char *out, size_t len)
+{
+	size_t n = 0;
+
+	while (**p == ' ')
+		(*p)++;
+	while ((is_ident(**p) || **p == '%') && n < len - 1)
+		out[n++] = *(*p)++;
+	out[n] = '\0';
+}
+
+/* Skips a parenthesised group at *p (after blanks), if any. */
+static void skip_parens(const char **p)
+{
+	int depth = 0;
+
+	while (**p == ' ')
+		(*p)++;
+	if (**p != '(')
+		return;
+	do {
+		if (**p == '(')
+			depth++;
+		else if (**p == ')')
+			depth--;
+		(*p)++;
+	} while (**p && depth > 0);
+}
+
+static bool parse_header(const char *t, struct fn_header *h)
+{
+	const char *p, *e = strstr(t, ".entry");
+	const char *f = strstr(t, ".func");
+
+	memset(h, 0, sizeof(*h));
+	if (e && (!f || e < f)) {
+		h->entry = true;
+		p = e + 6;
+	} else if (f) {
+		p = f + 5;
+		skip_parens(&p); /* return value */
+	} else {
+		return false;
+	}
+	ident_at(&p, h->name, sizeof(h->name));
+	if (!h->name[0])
+		return false;
+	while (*p == ' ')
+		p++;
+	if (*p == '(') {
+		/* the first parameter's name: the last identifier before ',' or ')' (or '[') */
+		const char *q = p + 1, *last = NULL;
+		size_t lastlen = 0;
+
+		while (*q && *q != ',' && *q != ')') {
+			if (*q == '[') {
+				while (*q && *q != ']')
+					q++;
+				continue;
+			}
+			if (is_ident(*q) && (q[-1] == ' ' || q[-1] == '(')) {
+				const char *id = q;
+
+				while (is_ident(*q))
+					q++;
+				last = id;
+				lastlen = (size_t)(q - id);
+				continue;
+			}
+			q++;
+		}
+		if (last && lastlen < sizeof(h->param0) && (*q == ',' || *q == ')')) {
+			memcpy(h->param0, last, lastlen);
+			h->param0[lastlen] = '\0';
+		}
+	}
+	return true;
+}
+
+/* Our declarations, right after the kernel body's '{'. */
+static void emit_decls(struct splicer *s)
+{
+	const char *p = s->pfx;
+
+	oprintf(&s->out, "\n\t// gpuext: probe registers and context (hal/nvidia/ptx_splice.c)\n"
+		"\t.reg .b64 %%%s_d, %%%s_a, %%%s_v, %%%s_c;\n\t.reg .b32 %%%s_r<3>;\n"
+		"\t.reg .b16 %%%s_h;\n\t.reg .pred %%%s_q;\n\t.local .align 8 .b8 %s_ctx[%u];\n",
+		p, p, p, p, p, p, p, p, GX_CTX_BYTES);
+}
+
+static bool is_decl(const char *t)
+{
+	static const char *const d[] = { ".reg", ".local", ".shared", ".param", ".const", ".pragma" };
+
+	for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++)
+		if (!strncmp(t, d[i], strlen(d[i])))
+			return true;
+	return false;
+}
+
+/* Walks a function body (s->pos just after its '{'), instrumenting it when @h says so. */
+static void body(struct splicer *s, const struct fn_header *h, bool instrument, unsigned open_line)
+{
+	bool entered = false;
+	int depth = 1;
+
+	s->nregs = 0;
+	if (instrument) {
+		copy_to(s, s->pos);
+		emit_decls(s);
+	}
+	while (!s->rc && !s->out.oom) {
+		enum stmt_kind k = next_stmt(s, true);
+
+		if (k == ST_EOF) {
+			if (!s->rc)
+				fail(s, open_line, "body of %s does not end (no matching '}')", h->name);
+			return;
+		}
+		if (instrument && !entered &&
+		    (k == ST_LABEL || k == ST_OPEN || (k == ST_CLOSE && depth == 1) ||
+		     (k == ST_STMT && !is_decl(s->st.text)))) {
+			copy_to_stmt(s);
+			emit_entry(s, h->name, h->param0);
+			entered = true;
+		}
+		switch (k) {
+		case ST_OPEN:
+			depth++;
+			break;
+		case ST_CLOSE:
+			if (--depth == 0)
+				return;
+			break;
+		case ST_HEADER:
+			fail(s, s->st.line, "unexpected '{' after \"%.60s\"", s->st.text);
+			return;
+		case ST_STMT:
+			if (!strncmp(s->st.text, ".reg ", 5)) {
+				record_regs(s, s->st.text);
+				break;
+			}
+			if (s->st.text[0] == '.')
+				break;
+			if (instrument)
+				instruction(s);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+/* A .section block (DWARF): copied through unparsed, braces balanced. */
+static void skip_section(struct splicer *s, unsigned open_line)
+{
+	int depth = 1;
+
+	while (s->pos < s->n && depth > 0) {
+		char c = s->src[s->pos];
+
+		if (c == '/' && s->pos + 1 < s->n && (s->src[s->pos + 1] == '/' || s->src[s->pos + 1] == '*')) {
+			if (!skip_blank(s))
+				return;
+			continue;
+		}
+		if (c == '"') {
+			s->st.len = 0;
+			if (!take_char(s))
+				return;
+			continue;
+		}
+		if (c == '\n')
+			s->line++;
+		depth += c == '{' ? 1 : c == '}' ? -1 : 0;
+		s->pos++;
+	}
+	if (depth > 0)
+		fail(s, open_line, "section block does not end (no matching '}')");
+}
+
+/* ------------------------------------------------------------------ */
+/* The module                                                          */
+/* ------------------------------------------------------------------ */
+
+static bool parse_version(const char *t, unsigned *v)
+{
+	unsigned ma, mi;
+
+	if (sscanf(t, "%u.%u", &ma, &mi) != 2 || mi > 9)
+		return false;
+	*v = ma * 10 + mi;
+	return true;
+}
+
+/* Our probe prototypes and the gpu id global, before the first function. */
+static void declare_probes(struct splicer *s)
+{
+	if (s->probes_declared)
+		return;
+	s->probes_declared = true;
+	copy_to(s, s->hdr_end);
+	oprintf(&s->out, "\n\n// gpuext: device probes spliced in (hal/nvidia/ptx_splice.c)\n");
+	for (int e = 0; e < GX_PROBE_NR; e++)
+		if (has_event(s, e))
+			oprintf(&s->out, ".visible .func gpuext_probe_%s(.param .b64 "
+				"gpuext_probe_%s_param_0);\n", ev_name[e], ev_name[e]);
+	oprintf(&s->out, ".visible .global .align 4 .u32 gpuext_rt_gpu_id;\n");
+}
+
+static void module(struct splicer *s)
+{
+	while (!s->rc && !s->out.oom) {
+		enum stmt_kind k = next_stmt(s, false);
+		const char *t = s->st.text;
+
+		switch (k) {
+		case ST_EOF:
+			return;
+		case ST_LINE:
+			if (!strncmp(t, ".version", 8)) {
+				if (!parse_version(t + 9, &s->ver))
+					fail(s, s->st.line, "bad .version \"%s\"", t);
+				s->have_version = true;
+				s->ver_start = s->st.start;
+				s->ver_end = s->st.end;
+			} else if (!strncmp(t, ".target", 7)) {
+				const char *sm = strstr(t, "sm_");
+
+				s->sm = sm ? atoi(sm + 3) : 0;
+				s->have_target = true;
+				if (sm) {
+					/* the token's place in the source: .target lines hold no comments */
+					const char *src_sm = memmem(s->src + s->st.start,
+								    s->st.end - s->st.start, "sm_", 3);
+
+					if (src_sm) {
+						s->sm_start = (size_t)(src_sm - s->src);
+						s->sm_end = s->sm_start + 3;
+						while (s->sm_end < s->n && is_ident(s->src[s->sm_end]))
+							s->sm_end++;
+					}
+				}
+				s->hdr_end = s->st.end;
+			} else if (!strncmp(t, ".address_size", 13)) {
+				if (strcmp(t + 13, " 64"))
+					fail(s, s->st.line, "only 64-bit modules are spliced (%s)", t);
+				s->hdr_end = s->st.end;
+			}
+			break;
+		case ST_STMT:
+			if (t[0] && t[0] != '.')
+				fail(s, s->st.line, "instruction outside a function: \"%.60s\"", t);
+			break;
+		case ST_HEADER: {
+			struct fn_header h;
+			unsigned line = s->st.line;
+			bool inst;
+
+			if (!strncmp(t, ".section", 8)) {
+				skip_section(s, line);
+				break;
+			}
+			if (!parse_header(t, &h)) {
+				fail(s, line, "'{' after \"%.60s\", which is not a function header", t);
+				break;
+			}
+			if (!s->have_version || !s->have_target) {
+				fail(s, line, "function %s before the .version and .target directives",
+				     h.name);
+				break;
+			}
+			inst = h.entry && (!s->pack->kernel_filter[0] ||
+					   !fnmatch(s->pack->kernel_filter, h.name, 0));
+			if (h.entry)
+				s->stats->kernels++;
+			if (inst) {
+				s->stats->instrumented++;
+				declare_probes(s);
+			}
+			body(s, &h, inst, line);
+			break;
+		}
+		case ST_LABEL:
+			fail(s, s->st.line, "label %s outside a function", t);
+			break;
+		case ST_OPEN:
+		case ST_CLOSE:
+			fail(s, s->st.line, "'%c' outside a function", k == ST_OPEN ? '{' : '}');
+			break;
+		}
+	}
+}
+
+/* "// gpuext-ptx-version X.Y" in the probe text (ptx_probe.c writes it). */
+static unsigned probes_version(const struct gx_pack *pack)
+{
+	const char *v = pack->ptx ? strstr(pack->ptx, "// gpuext-ptx-version ") : NULL;
+	unsigned ver = 0;
+
+	if (v && !parse_version(v + 22, &ver))
+		ver = 0;
+	return ver;
+}
+
+/* "// gpuext-ptx-target sm_NN" in the probe text: the lowest target it assembles for. */
+static int probes_target(const struct gx_pack *pack)
+{
+	const char *t = pack->ptx ? strstr(pack->ptx, "// gpuext-ptx-target sm_") : NULL;
+
+	return t ? atoi(t + 24) : 0;
+}
+
+/*
+ * The output with .version and the .target's sm token replaced: both lie in
+ * the module header, which the output holds unchanged (our insertions all
+ * come after it), in that order.
+ */
+static void rewrite_header(struct splicer *s, unsigned ver, int sm)
+{
+	struct obuf o = { 0 };
+	char v[32], t[16];
+	size_t at = 0;
+	int vl = 0, tl = 0;
+
+	if (ver)
+		vl = snprintf(v, sizeof(v), ".version %u.%u", ver / 10, ver % 10);
+	if (sm)
+		tl = snprintf(t, sizeof(t), "sm_%d", sm);
+	if (vl) {
+		oput(&o, s->out.p, s->ver_start);
+		oput(&o, v, (size_t)vl);
+		at = s->ver_end;
+	}
+	if (tl && s->sm_end > at) {
+		oput(&o, s->out.p + at, s->sm_start - at);
+		oput(&o, t, (size_t)tl);
+		at = s->sm_end;
+	}
+	oput(&o, s->out.p + at, s->out.len - at);
+	free(s->out.p);
+	s->out = o;
+}
+
+/* A prefix for our names that occurs nowhere in the module. */
+static void pick_prefix(struct splicer *s)
+{
+	for (unsigned i = 0;; i++) {
+		if (i)
+			snprintf(s->pfx, sizeof(s->pfx), "gxs%u", i);
+		else
+			snprintf(s->pfx, sizeof(s->pfx), "gxs");
+		if (!memmem(s->src, s->n, s->pfx, strlen(s->pfx)))
+			return;
+	}
+}
+
+int gx_ptx_splice(const char *ptx, size_t ptx_len, const struct gx_pack *pack, char **out,
+		  size_t *out_len, struct gx_splice_stats *st, char *err, size_t err_len)
+{
+	struct gx_splice_stats local_stats;
+	struct splicer s = { 0 };
+	size_t n;
+
+	if (err && err_len)
+		err[0] = '\0';
+	if (!ptx || !pack || !out || !out_len) {
+		if (err && err_len)
+			snprintf(err, err_len, "gx_ptx_splice: missing argument");
+		return -EINVAL;
+	}
+	*out = NULL;
+	*out_len = 0;
+	n = strnlen(ptx, ptx_len);
+	memset(&local_stats, 0, sizeof(local_stats));
+	s.src = ptx;
+	s.n = n;
+	s.line = 1;
+	s.pack = pack;
+	s.stats = &local_stats;
+	s.err = err;
+	s.err_len = err_len;
+	if (memmem(ptx, n, "gpuext_probe_", 13)) {
+		if (err && err_len)
+			snprintf(err, err_len, "the module already names gpuext_probe_*: spliced twice?");
+		return -EEXIST;
+	}
+	if (pack->events && (!pack->ptx || !pack->ptx_len)) {
+		if (err && err_len)
+			snprintf(err, err_len, "the pack has events but no probe PTX");
+		return -EINVAL;
+	}
+	/* The statement text is never NULL, even for an empty statement. */
+	s.st.cap = 256;
+	s.st.text = calloc(1, s.st.cap);
+	if (!s.st.text)
+		return -ENOMEM;
+	pick_prefix(&s);
+	s.need_ver = probes_version(pack);
+	s.need_sm = probes_target(pack);
+	module(&s);
+	if (!s.rc && !s.have_version)
+		fail(&s, 1, "no .version directive: not a PTX module");
+	if (!s.rc && s.stats->instrumented) {
+		unsigned need = s.need_ver;
+
+		/* cvta.param (the kernel argument buffer) needs PTX ISA 7.7. */
+		if ((s.sm >= 70 || s.need_sm >= 70) && need < 77)
+			need = 77;
+		copy_to(&s, s.n);
+		if (s.out.len && s.out.p[s.out.len - 1] != '\n')
+			oput(&s.out, "\n", 1);
+		oprintf(&s.out, "\n// gpuext: the probes (gpuext trace's pack)\n");
+		oput(&s.out, pack->ptx ? pack->ptx : "", pack->ptx ? strnlen(pack->ptx, pack->ptx_len) : 0);
+		if (!s.out.oom && (need > s.ver || (s.sm_end && s.sm < s.need_sm)))
+			rewrite_header(&s, need > s.ver ? need : 0,
+				       s.sm_end && s.sm < s.need_sm ? s.need_sm : 0);
+	}
+	if (!s.rc && !s.out.oom && !s.stats->instrumented) {
+		/* Nothing matched: the module as it was. */
+		free(s.out.p);
+		memset(&s.out, 0, sizeof(s.out));
+		oput(&s.out, ptx, n);
+	}
+	free(s.st.text);
+	free(s.regs);
+	if (!s.rc && s.out.oom)
+		s.rc = -ENOMEM;
+	if (s.rc) {
+		free(s.out.p);
+		return s.rc;
+	}
+	*out = s.out.p;
+	*out_len = s.out.len;
+	if (st)
+		*st = local_stats;
+	return 0;
+}

@@ -1,0 +1,690 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A fake libcuda.so.1 for CI machines without a GPU: just enough of the
+ * Driver API for libgpuext-nvprobe.so and tests/nv/fakeapp.c, with "device"
+ * memory in host memory (a device pointer is a host address), modules that
+ * remember the image they were given, a JIT linker that wraps PTX as
+ * "FAKECUBIN\n<ptx>", and a log of what happened ($FAKECUDA_LOG, one line per
+ * event) that tests/test_nv_preload.c checks; with $FAKECUDA_JIT_DUMP=DIR every PTX
+ * handed to the JIT is also written to DIR/jit-N.ptx.
+ *
+ * Deliberate quirk: cuGetProcAddress hands out a private entry (not the
+ * export) for cuLaunchKernelEx, as a driver may, so that the preload
+ * library's match-by-name path is exercised too.
+ *
+ * Never installed; knows nothing of the preload library.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nv_cuda.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define MAX_DEV 4
+#define TABLE_BYTES 640		/* gpuext_rt_maps: 16 descriptors */
+
+struct fctx {
+	int dev;
+	int alive;
+	int primary;
+};
+
+struct fmod {
+	char *text;		/* PTX (or the PTX inside a FAKECUBIN); NULL for an ELF */
+	int elf;
+	unsigned char *table;	/* gpuext_rt_maps, when the text declares it */
+	unsigned char seed[8];
+	unsigned char gpu_id[4];
+};
+
+struct ffunc {
+	struct fmod *mod;
+	char name[256];
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fctx primary[MAX_DEV];
+static int primary_refs[MAX_DEV];
+static __thread struct fctx *stack[16];
+static __thread int depth;
+
+static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void ctx_free_all(struct fctx *x);
+
+static void logf_(const char *fmt, ...)
+{
+	const char *path = getenv("FAKECUDA_LOG");
+	va_list ap;
+	FILE *f;
+
+	if (!path)
+		return;
+	pthread_mutex_lock(&lock);
+	f = fopen(path, "a");
+	if (f) {
+		va_start(ap, fmt);
+		vfprintf(f, fmt, ap);
+		va_end(ap);
+		fputc('\n', f);
+		fclose(f);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+static int ndev(void)
+{
+	const char *s = getenv("FAKECUDA_DEVICES");
+	int n = s ? atoi(s) : 1;
+
+	return n < 1 ? 1 : n > MAX_DEV ? MAX_DEV : n;
+}
+
+static int sm_of(int dev)
+{
+	const char *s = getenv("FAKECUDA_SM");
+
+	(void)dev;
+	return s ? atoi(s) : 90;
+}
+
+EXPORT CUresult cuInit(unsigned flags)
+{
+	(void)flags;
+	return 0;
+}
+
+EXPORT CUresult cuDriverGetVersion(int *v)
+{
+	*v = 13000;
+	return 0;
+}
+
+EXPORT CUresult cuDeviceGetCount(int *n)
+{
+	*n = ndev();
+	return 0;
+}
+
+EXPORT CUresult cuDeviceGet(CUdevice *d, int i)
+{
+	if (i < 0 || i >= ndev())
+		return CUDA_ERROR_INVALID_VALUE;
+	*d = i;
+	return 0;
+}
+
+EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d)
+{
+	switch (attr) {
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = sm_of(d) / 10; return 0;
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = sm_of(d) % 10; return 0;
+	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 8; return 0;
+	default: *v = 0; return 0;
+	}
+}
+
+EXPORT CUresult cuGetErrorName(CUresult r, const char **s)
+{
+	*s = r == 0 ? "CUDA_SUCCESS" : r == CUDA_ERROR_NOT_FOUND ? "CUDA_ERROR_NOT_FOUND" :
+							      "CUDA_ERROR_FAKE";
+	return 0;
+}
+
+/* ---- contexts ---- */
+
+EXPORT CUresult cuCtxGetCurrent(CUcontext *c)
+{
+	*c = depth ? (CUcontext)stack[depth - 1] : NULL;
+	return 0;
+}
+
+EXPORT CUresult cuCtxSetCurrent(CUcontext c)
+{
+	if (!depth)
+		depth = 1;
+	stack[depth - 1] = (struct fctx *)c;
+	if (!c)
+		depth = 0;
+	return 0;
+}
+
+EXPORT CUresult cuCtxPushCurrent_v2(CUcontext c)
+{
+	if (depth == 16)
+		return CUDA_ERROR_INVALID_VALUE;
+	stack[depth++] = (struct fctx *)c;
+	return 0;
+}
+
+EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *c)
+{
+	if (!depth)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	depth--;
+	if (c)
+		*c = (CUcontext)stack[depth];
+	return 0;
+}
+
+EXPORT CUresult cuCtxGetDevice(CUdevice *d)
+{
+	if (!depth || !stack[depth - 1])
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*d = stack[depth - 1]->dev;
+	return 0;
+}
+
+EXPORT CUresult cuCtxCreate_v2(CUcontext *c, unsigned flags, CUdevice dev)
+{
+	struct fctx *x = calloc(1, sizeof(*x));
+
+	(void)flags;
+	x->dev = dev;
+	x->alive = 1;
+	*c = (CUcontext)x;
+	cuCtxPushCurrent_v2(*c);
+	logf_("ctx_create %d", dev);
+	return 0;
+}
+
+EXPORT CUresult cuCtxDestroy_v2(CUcontext c)
+{
+	struct fctx *x = (struct fctx *)c;
+
+	logf_("ctx_destroy %d", x ? x->dev : -1);
+	for (int i = 0; i < depth; i++)
+		if (stack[i] == x)
+			stack[i] = NULL;
+	/* Its memory goes with it: a later access is a use after free (ASan builds see it). */
+	ctx_free_all(x);
+	x->alive = 0;	/* the handle itself is leaked on purpose: stale handles must not crash */
+	return 0;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice dev)
+{
+	pthread_mutex_lock(&lock);
+	primary[dev].dev = dev;
+	primary[dev].alive = 1;
+	primary[dev].primary = 1;
+	primary_refs[dev]++;
+	pthread_mutex_unlock(&lock);
+	*c = (CUcontext)&primary[dev];
+	return 0;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+	pthread_mutex_lock(&lock);
+	if (primary_refs[dev] > 0 && --primary_refs[dev] == 0)
+		primary[dev].alive = 0;
+	pthread_mutex_unlock(&lock);
+	return 0;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned *flags, int *active)
+{
+	*flags = 0;
+	*active = primary[dev].alive;
+	return 0;
+}
+
+/* ---- memory: freed with its context, as the real driver does ---- */
+
+#define MAX_ALLOCS 1024
+static struct {
+	struct fctx *ctx;
+	void *p;
+} allocs[MAX_ALLOCS];
+
+static void *ctx_alloc(size_t n)
+{
+	void *m = calloc(1, n ? n : 1);
+
+	pthread_mutex_lock(&lock);
+	for (int i = 0; m && i < MAX_ALLOCS; i++) {
+		if (!allocs[i].p) {
+			allocs[i].p = m;
+			allocs[i].ctx = depth ? stack[depth - 1] : NULL;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return m;
+}
+
+static void ctx_free(void *m)
+{
+	pthread_mutex_lock(&lock);
+	for (int i = 0; m && i < MAX_ALLOCS; i++)
+		if (allocs[i].p == m)
+			allocs[i].p = NULL;
+	pthread_mutex_unlock(&lock);
+	free(m);
+}
+
+static void ctx_free_all(struct fctx *x)
+{
+	pthread_mutex_lock(&lock);
+	for (int i = 0; i < MAX_ALLOCS; i++) {
+		if (allocs[i].p && allocs[i].ctx == x) {
+			free(allocs[i].p);
+			allocs[i].p = NULL;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
+{
+	void *m = ctx_alloc(n);
+
+	if (!m)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*p = (CUdeviceptr)(uintptr_t)m;
+	return 0;
+}
+
+EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
+{
+	ctx_free((void *)(uintptr_t)p);
+	return 0;
+}
+
+EXPORT CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags)
+{
+	(void)flags;
+	*p = ctx_alloc(n);
+	return *p ? 0 : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p, unsigned flags)
+{
+	(void)flags;
+	*d = (CUdeviceptr)(uintptr_t)p;
+	return 0;
+}
+
+EXPORT CUresult cuMemFreeHost(void *p)
+{
+	ctx_free(p);
+	return 0;
+}
+
+EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, CUstream st)
+{
+	(void)st;
+	memcpy((void *)(uintptr_t)d, s, n);
+	return 0;
+}
+
+EXPORT CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, CUstream st)
+{
+	(void)st;
+	memcpy(d, (const void *)(uintptr_t)s, n);
+	return 0;
+}
+
+EXPORT CUresult cuStreamCreate(CUstream *s, unsigned flags)
+{
+	static int dummy;
+
+	(void)flags;
+	*s = (CUstream)&dummy;
+	return 0;
+}
+
+EXPORT CUresult cuStreamSynchronize(CUstream s)
+{
+	(void)s;
+	return 0;
+}
+
+EXPORT CUresult cuStreamDestroy_v2(CUstream s)
+{
+	(void)s;
+	return 0;
+}
+
+/* ---- modules, libraries ---- */
+
+static const char *kind_of(const void *image)
+{
+	const unsigned char *p = image;
+
+	if (!memcmp(p, "\x7f" "ELF", 4))
+		return "elf";
+	if (!strncmp(image, "FAKECUBIN\n", 10))
+		return "cubin";
+	return "ptx";
+}
+
+static struct fmod *mod_new(const void *image, const char *how)
+{
+	struct fmod *m = calloc(1, sizeof(*m));
+	const char *kind = kind_of(image);
+
+	if (!strcmp(kind, "elf")) {
+		m->elf = 1;
+	} else {
+		m->text = strdup(!strcmp(kind, "cubin") ? (const char *)image + 10 : image);
+		if (strstr(m->text, "gpuext_rt_maps"))
+			m->table = calloc(1, TABLE_BYTES);
+	}
+	logf_("%s %s spliced=%d", how, kind, m->text && strstr(m->text, "gpuext_probe_") ? 1 : 0);
+	return m;
+}
+
+static int has_entry(const struct fmod *m, const char *name)
+{
+	const char *p;
+	size_t n = strlen(name);
+
+	if (m->elf)
+		return 1;	/* we cannot read SASS: any name exists */
+	for (p = m->text; (p = strstr(p, ".entry ")); p += 7) {
+		const char *q = p + 7;
+
+		while (*q == ' ')
+			q++;
+		if (!strncmp(q, name, n) && (q[n] == '(' || q[n] == ' ' || q[n] == '\n'))
+			return 1;
+	}
+	return 0;
+}
+
+EXPORT CUresult cuModuleLoadData(CUmodule *mod, const void *image)
+{
+	*mod = (CUmodule)mod_new(image, "modload");
+	return 0;
+}
+
+EXPORT CUresult cuModuleLoadDataEx(CUmodule *mod, const void *image, unsigned n,
+				   CUjit_option *o, void **v)
+{
+	(void)n, (void)o, (void)v;
+	*mod = (CUmodule)mod_new(image, "modload_ex");
+	return 0;
+}
+
+EXPORT CUresult cuModuleLoadFatBinary(CUmodule *mod, const void *image)
+{
+	*mod = (CUmodule)mod_new(image, "modload_fatbin");
+	return 0;
+}
+
+EXPORT CUresult cuModuleUnload(CUmodule mod)
+{
+	(void)mod;
+	logf_("modunload");
+	return 0;
+}
+
+EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule mod, const char *name)
+{
+	struct fmod *m = (struct fmod *)mod;
+	struct ffunc *fn;
+
+	if (!has_entry(m, name))
+		return CUDA_ERROR_NOT_FOUND;
+	fn = calloc(1, sizeof(*fn));
+	fn->mod = m;
+	snprintf(fn->name, sizeof(fn->name), "%s", name);
+	*f = (CUfunction)fn;
+	return 0;
+}
+
+EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
+{
+	*name = ((struct ffunc *)f)->name;
+	return 0;
+}
+
+static CUresult get_global(CUdeviceptr *d, size_t *n, struct fmod *m, const char *name)
+{
+	if (m->table && !strcmp(name, "gpuext_rt_maps")) {
+		*d = (CUdeviceptr)(uintptr_t)m->table;
+		if (n)
+			*n = TABLE_BYTES;
+		return 0;
+	}
+	if (m->table && !strcmp(name, "gpuext_rt_gpu_id") && strstr(m->text, name)) {
+		*d = (CUdeviceptr)(uintptr_t)m->gpu_id;
+		if (n)
+			*n = sizeof(m->gpu_id);
+		return 0;
+	}
+	if (m->table && !strcmp(name, "gpuext_rt_prandom_seed")) {
+		*d = (CUdeviceptr)(uintptr_t)m->seed;
+		if (n)
+			*n = sizeof(m->seed);
+		return 0;
+	}
+	return CUDA_ERROR_NOT_FOUND;
+}
+
+EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *d, size_t *n, CUmodule mod, const char *name)
+{
+	return get_global(d, n, (struct fmod *)mod, name);
+}
+
+/* A library is one module here (one copy of its globals for every context). */
+EXPORT CUresult cuLibraryLoadData(CUlibrary *lib, const void *code, CUjit_option *jo, void **jv,
+				  unsigned jn, CUlibraryOption *lo, void **lv, unsigned ln)
+{
+	(void)jo, (void)jv, (void)jn, (void)lo, (void)lv, (void)ln;
+	*lib = (CUlibrary)mod_new(code, "libload");
+	return 0;
+}
+
+EXPORT CUresult cuLibraryUnload(CUlibrary lib)
+{
+	(void)lib;
+	logf_("libunload");
+	return 0;
+}
+
+EXPORT CUresult cuLibraryGetKernel(CUkernel *k, CUlibrary lib, const char *name)
+{
+	return cuModuleGetFunction((CUfunction *)k, (CUmodule)lib, name);
+}
+
+EXPORT CUresult cuLibraryGetModule(CUmodule *m, CUlibrary lib)
+{
+	*m = (CUmodule)lib;
+	return 0;
+}
+
+EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *d, size_t *n, CUlibrary lib, const char *name)
+{
+	logf_("libglobal %s", name);
+	return get_global(d, n, (struct fmod *)lib, name);
+}
+
+EXPORT CUresult cuKernelGetFunction(CUfunction *f, CUkernel k)
+{
+	*f = (CUfunction)k;
+	return 0;
+}
+
+/* ---- JIT linker ---- */
+
+struct flink {
+	char *ptx;
+};
+
+EXPORT CUresult cuLinkCreate_v2(unsigned n, CUjit_option *o, void **v, CUlinkState *ls)
+{
+	(void)n, (void)o, (void)v;
+	*ls = (CUlinkState)calloc(1, sizeof(struct flink));
+	return 0;
+}
+
+EXPORT CUresult cuLinkAddData_v2(CUlinkState ls, CUjitInputType type, void *data, size_t size,
+				 const char *name, unsigned n, CUjit_option *o, void **v)
+{
+	struct flink *l = (struct flink *)ls;
+
+	(void)size, (void)name, (void)n, (void)o, (void)v;
+	if (type != CU_JIT_INPUT_PTX)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (getenv("FAKECUDA_JIT_FAIL"))
+		return CUDA_ERROR_INVALID_IMAGE;
+	free(l->ptx);
+	l->ptx = malloc(strlen(data) + 11);
+	strcpy(l->ptx, "FAKECUBIN\n");
+	strcat(l->ptx, data);
+	return 0;
+}
+
+EXPORT CUresult cuLinkComplete(CUlinkState ls, void **cubin, size_t *size)
+{
+	struct flink *l = (struct flink *)ls;
+
+	if (!l->ptx)
+		return CUDA_ERROR_INVALID_VALUE;
+	logf_("jit %zu", strlen(l->ptx));
+	/* Keep what we were asked to JIT, for tests that assemble it with ptxas. */
+	if (getenv("FAKECUDA_JIT_DUMP")) {
+		static int seq;
+		char path[512];
+		FILE *f;
+
+		pthread_mutex_lock(&lock);
+		snprintf(path, sizeof(path), "%s/jit-%d.ptx", getenv("FAKECUDA_JIT_DUMP"), seq++);
+		pthread_mutex_unlock(&lock);
+		f = fopen(path, "w");
+		if (f) {
+			fputs(l->ptx + 10, f);
+			fclose(f);
+		}
+	}
+	*cubin = l->ptx;
+	*size = strlen(l->ptx) + 1;
+	return 0;
+}
+
+EXPORT CUresult cuLinkDestroy(CUlinkState ls)
+{
+	struct flink *l = (struct flink *)ls;
+
+	free(l->ptx);
+	free(l);
+	return 0;
+}
+
+/* ---- launches ---- */
+
+static CUresult launch(const char *how, CUfunction f, unsigned gx, unsigned bx)
+{
+	struct ffunc *fn = (struct ffunc *)f;
+
+	if (!fn)
+		return CUDA_ERROR_INVALID_VALUE;
+	logf_("%s %s %u %u", how, fn->name, gx, bx);
+	return 0;
+}
+
+EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+			       unsigned by, unsigned bz, unsigned shm, CUstream s, void **p,
+			       void **e)
+{
+	(void)gy, (void)gz, (void)by, (void)bz, (void)shm, (void)s, (void)p, (void)e;
+	return launch("launch", f, gx, bx);
+}
+
+EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+				    unsigned bx, unsigned by, unsigned bz, unsigned shm, CUstream s,
+				    void **p, void **e)
+{
+	(void)gy, (void)gz, (void)by, (void)bz, (void)shm, (void)s, (void)p, (void)e;
+	return launch("launch_ptsz", f, gx, bx);
+}
+
+EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **p, void **e)
+{
+	(void)p, (void)e;
+	return launch("launch_ex", f, c->gridDimX, c->blockDimX);
+}
+
+static CUresult priv_launch_ex(const CUlaunchConfig *c, CUfunction f, void **p, void **e)
+{
+	(void)p, (void)e;
+	return launch("launch_ex_private", f, c->gridDimX, c->blockDimX);
+}
+
+EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *n, CUgraph g, const CUgraphNode *deps,
+				       size_t nd, const CUDA_KERNEL_NODE_PARAMS_v2 *p)
+{
+	struct ffunc *fn = (struct ffunc *)(p->func ? (void *)p->func : (void *)p->kern);
+
+	(void)g, (void)deps, (void)nd;
+	logf_("graph_add %s", fn ? fn->name : "?");
+	*n = (CUgraphNode)fn;
+	return 0;
+}
+
+/* ---- cuGetProcAddress ---- */
+
+static const struct {
+	const char *name;
+	void *fn;
+	void *pt;	/* per-thread variant, if any */
+} procs[] = {
+	{ "cuInit", (void *)cuInit, NULL },
+	{ "cuModuleLoadData", (void *)cuModuleLoadData, NULL },
+	{ "cuModuleLoadDataEx", (void *)cuModuleLoadDataEx, NULL },
+	{ "cuModuleGetFunction", (void *)cuModuleGetFunction, NULL },
+	{ "cuLibraryLoadData", (void *)cuLibraryLoadData, NULL },
+	{ "cuLibraryGetKernel", (void *)cuLibraryGetKernel, NULL },
+	{ "cuKernelGetFunction", (void *)cuKernelGetFunction, NULL },
+	{ "cuLaunchKernel", (void *)cuLaunchKernel, (void *)cuLaunchKernel_ptsz },
+	{ "cuLaunchKernelEx", (void *)priv_launch_ex, NULL },
+	{ "cuDevicePrimaryCtxRetain", (void *)cuDevicePrimaryCtxRetain, NULL },
+	{ "cuCtxSetCurrent", (void *)cuCtxSetCurrent, NULL },
+	{ "cuCtxGetCurrent", (void *)cuCtxGetCurrent, NULL },
+	{ "cuDeviceGet", (void *)cuDeviceGet, NULL },
+};
+
+EXPORT CUresult cuGetProcAddress_v2(const char *name, void **pfn, int ver, cuuint64_t flags,
+				    int *status);
+
+EXPORT CUresult cuGetProcAddress_v2(const char *name, void **pfn, int ver, cuuint64_t flags,
+				    int *status)
+{
+	(void)ver;
+	if (!strcmp(name, "cuGetProcAddress")) {
+		*pfn = (void *)cuGetProcAddress_v2;
+		if (status)
+			*status = 0;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(procs) / sizeof(procs[0]); i++) {
+		if (strcmp(procs[i].name, name))
+			continue;
+		*pfn = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && procs[i].pt ?
+			       procs[i].pt : procs[i].fn;
+		if (status)
+			*status = 0;
+		return 0;
+	}
+	*pfn = NULL;
+	if (status)
+		*status = 1;
+	return CUDA_ERROR_NOT_FOUND;
+}
+
+/* ---- test-only ---- */
+
+/* The host address behind a module's global (the fake app plays the GPU with it). */
+EXPORT void *fakecuda_global(void *mod, const char *name)
+{
+	CUdeviceptr d = 0;
+
+	if (get_global(&d, NULL, mod, name))
+		return NULL;
+	return (void *)(uintptr_t)d;
+}

@@ -1,0 +1,461 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Device probes as PTX functions (codegen/ptx/ptx_probe.c): the probes of an
+ * object (tests/bpf/probe_all.bpf.c: all four events, array, per-GPU array,
+ * hash and ring-buffer maps) are emitted for sm_75/sm_80/sm_90 in warp and
+ * per-thread mode and assembled with ptxas inside a module that calls them,
+ * as the splicer's output will. Checks the text's contract (no module
+ * header, gpuext_-only module-scope names, one map table, the version
+ * comment), refusals (a probe the verifier rejects: -EPERM; an unknown
+ * probe section: -EINVAL; no probes: -ENOENT), and the host side of the
+ * device hash-map layout.
+ *
+ * Exits 77 (skipped) when ptxas is absent: only the assembling needs it,
+ * and without it this test would prove nothing about the PTX.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gpuext/probe.h"
+#include "ptx/ptx.h"
+#include "testlib.h"
+
+static struct test_log logbuf;
+static char ptxas[1024];
+static char tmpdir[64];
+
+_Static_assert(offsetof(struct gpuext_probe_ctx, args) == 104 &&
+	       sizeof(struct gpuext_probe_ctx) == 112, "probe ctx layout the splicer writes");
+
+static struct gpuext_runtime *new_rt(void)
+{
+	GPUEXT_OPTS(gpuext_runtime_opts, ro, .print = test_log_print, .print_user = &logbuf);
+	struct gpuext_runtime *rt = NULL;
+
+	test_log_clear(&logbuf);
+	if (gpuext_runtime__new(&ro, &rt))
+		return NULL;
+	return rt;
+}
+
+static struct gpuext_object *open_obj(struct gpuext_runtime *rt, const char *name)
+{
+	struct gpuext_object *obj = NULL;
+	char path[512];
+	int err;
+
+	snprintf(path, sizeof(path), "%s/%s", GPUEXT_TEST_BPF_DIR, name);
+	err = gpuext_object__open_file(rt, path, NULL, &obj);
+	if (err)
+		test_fail(__FILE__, __LINE__, "open %s: %d: %s", path, err, logbuf.buf);
+	return obj;
+}
+
+/* Assembles @text; prints ptxas' complaint on failure. */
+static bool assemble(const char *text, const char *sm, const char *what)
+{
+	char path[128], cmd[1400], out[4096];
+	size_t n;
+	FILE *f, *p;
+	int st;
+
+	snprintf(path, sizeof(path), "%s/probe.ptx", tmpdir);
+	f = fopen(path, "w");
+	if (!f)
+		return false;
+	fputs(text, f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "'%s' -arch=%s -o /dev/null '%s' 2>&1", ptxas, sm, path);
+	p = popen(cmd, "r");
+	if (!p)
+		return false;
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	st = pclose(p);
+	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st)) {
+		fprintf(stderr, "%s: ptxas -arch=%s failed:\n%s\n", what, sm, out);
+		if (getenv("GPUEXT_TEST_VERBOSE"))
+			fprintf(stderr, "%s\n", text);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The probe text inside a module for @sm with a kernel that builds a
+ * context in local memory and calls every probe @events names: what a
+ * spliced application module looks like to ptxas.
+ */
+static char *wrap(const char *probes, const char *version, const char *sm, uint32_t events)
+{
+	static const char *const ev[4] = { "entry", "exit", "load", "store" };
+	size_t cap = strlen(probes) + 4096, len;
+	char *m = malloc(cap);
+
+	if (!m)
+		return NULL;
+	len = (size_t)snprintf(m, cap, ".version %s\n.target %s\n.address_size 64\n\n%s\n"
+			       ".visible .entry gx_test_caller(.param .u64 gx_test_caller_p)\n{\n"
+			       "\t.local .align 8 .b8 ctx[112];\n\t.reg .b64 %%rd<3>;\n"
+			       "\tmov.u64 %%rd1, ctx;\n\tcvta.local.u64 %%rd2, %%rd1;\n",
+			       version, sm, probes);
+	for (int e = 0; e < 4; e++)
+		if (events & (1u << e))
+			len += (size_t)snprintf(m + len, cap - len, "\t{\n\t.param .b64 a;\n"
+						"\tst.param.b64 [a], %%rd2;\n"
+						"\tcall gpuext_probe_%s, (a);\n\t}\n", ev[e]);
+	snprintf(m + len, cap - len, "\tret;\n}\n");
+	return m;
+}
+
+/*
+ * Every name declared at module scope (outside any { }) must start with
+ * gpuext_: the text is appended to application modules. Returns the count
+ * of offending declarations (printed).
+ */
+static unsigned foreign_names(const char *t)
+{
+	static const char *const kinds[] = { ".func", ".entry", ".global", ".const", ".shared" };
+	unsigned bad = 0;
+	int depth = 0;
+
+	for (const char *l = t; *l;) {
+		const char *nl = strchr(l, '\n'), *end = nl ? nl : l + strlen(l);
+		char line[512];
+		size_t n = (size_t)(end - l) < sizeof(line) - 1 ? (size_t)(end - l) : sizeof(line) - 1;
+
+		memcpy(line, l, n);
+		line[n] = '\0';
+		if (depth == 0 && strncmp(line, "//", 2)) {
+			for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+				char *p = strstr(line, kinds[k]), *name;
+
+				if (!p)
+					continue;
+				p += strlen(kinds[k]);
+				/* the name: the last identifier before '(' or '[' or ';' or end */
+				name = NULL;
+				for (char *q = p; *q && *q != '(' && *q != '[' && *q != ';'; q++)
+					if ((q == p || q[-1] == ' ' || q[-1] == '\t') && *q != ' ' &&
+					    *q != '\t' && *q != '.')
+						name = q;
+				if (name && strncmp(name, "gpuext_", 7)) {
+					fprintf(stderr, "module-scope name without gpuext_: %s\n", line);
+					bad++;
+				}
+				break;
+			}
+		}
+		for (const char *c = l; c < end; c++)
+			depth += *c == '{' ? 1 : *c == '}' ? -1 : 0;
+		l = nl ? nl + 1 : end;
+	}
+	return bad;
+}
+
+static unsigned count_str(const char *t, const char *s)
+{
+	unsigned n = 0;
+
+	for (const char *p = strstr(t, s); p; p = strstr(p + 1, s))
+		n++;
+	return n;
+}
+
+static void test_probe_all(void)
+{
+	static const char *const sms[] = { "sm_75", "sm_80", "sm_90" };
+	struct gpuext_runtime *rt = new_rt();
+	struct gpuext_object *obj = rt ? open_obj(rt, "probe_all.bpf.o") : NULL;
+	char *first[2] = { NULL, NULL };
+
+	if (!obj) {
+		CHECK(obj);
+		gpuext_runtime__free(rt);
+		return;
+	}
+	/* The precondition of object-wide map indexes: every probe sees the object's list. */
+	{
+		struct gpuext_prog *en = gpuext_object__find_prog(obj, "probe_entry");
+		struct gpuext_prog *ex = gpuext_object__find_prog(obj, "probe_exit");
+		struct gpuext_map *calls = gpuext_object__find_map(obj, "calls");
+
+		CHECK(en && ex && calls);
+		if (en && ex && calls) {
+			size_t ie = SIZE_MAX, ix = SIZE_MAX;
+
+			for (size_t i = 0; i < gpuext_prog__map_cnt(en); i++)
+				if (gpuext_prog__map(en, i) == calls)
+					ie = i;
+			for (size_t i = 0; i < gpuext_prog__map_cnt(ex); i++)
+				if (gpuext_prog__map(ex, i) == calls)
+					ix = i;
+			CHECK(ie != SIZE_MAX);
+			CHECK_EQ_U64(ie, ix);
+		}
+	}
+	for (size_t s = 0; s < sizeof(sms) / sizeof(sms[0]); s++) {
+		for (int m = 0; m < 2; m++) {
+			bool per_thread = m == 1;
+			char *text = NULL, *again = NULL, *mod, version[16] = "";
+			const char *vp;
+			size_t len = 0, len2 = 0;
+			uint32_t events = 0, ev2 = 0;
+			char what[64];
+			int err;
+
+			snprintf(what, sizeof(what), "probe_all [%s, %s]", sms[s],
+				 per_thread ? "per-thread" : "warp");
+			test_log_clear(&logbuf);
+			err = gpuext_ptx_probe_emit(obj, sms[s], per_thread, &events, &text, &len);
+			CHECK_EQ_INT(err, 0);
+			if (err) {
+				fprintf(stderr, "%s: %s\n", what, logbuf.buf);
+				continue;
+			}
+			CHECK_EQ_U64(events, 0xf);
+			CHECK_EQ_U64(len, strlen(text));
+			/* The calling convention the splicer relies on. */
+			CHECK_STR_CONTAINS(text, ".visible .func gpuext_probe_entry(\n\t.param .b64 "
+					   "gpuext_probe_entry_param_0\n)");
+			CHECK_STR_CONTAINS(text, ".visible .func gpuext_probe_exit(");
+			CHECK_STR_CONTAINS(text, ".visible .func gpuext_probe_load(");
+			CHECK_STR_CONTAINS(text, ".visible .func gpuext_probe_store(");
+			/* One table for the object's 4 maps (4 x 40 bytes), filled by the host. */
+			CHECK_EQ_INT(count_str(text, ".visible .global .align 8 .b8 gpuext_rt_maps[160]"), 1);
+			CHECK(!strstr(text, "\n.version") && !strstr(text, "\n.target") &&
+			      !strstr(text, ".address_size"));
+			CHECK(!strstr(text, ".extern"));
+			CHECK_EQ_INT(foreign_names(text), 0);
+			/* The hash map claims buckets (EMPTY -> BUSY) and deletes (FULL -> DELETED) by CAS. */
+			CHECK(strstr(text, ".cas.b32") && strstr(text, ", 0, 1;"));
+			CHECK(strstr(text, ", 2, 3;"));
+			if (per_thread) {
+				CHECK(!strstr(text, "activemask"));
+			} else {
+				/* Leader election and the wait of the other lanes, once per event. */
+				CHECK_EQ_INT(count_str(text, "activemask.b32"), 4);
+				CHECK_EQ_INT(count_str(text, "bar.warp.sync"), 4);
+			}
+			vp = strstr(text, "// gpuext-ptx-version ");
+			CHECK(vp);
+			if (vp)
+				sscanf(vp + 22, "%15[0-9.]", version);
+			CHECK(version[0] != '\0');
+			{
+				char tgt[48];
+
+				snprintf(tgt, sizeof(tgt), "\n// gpuext-ptx-target %s\n", sms[s]);
+				CHECK_STR_CONTAINS(text, tgt);
+			}
+			/* Deterministic. */
+			CHECK_EQ_INT(gpuext_ptx_probe_emit(obj, sms[s], per_thread, &ev2, &again, &len2), 0);
+			CHECK(again && len2 == len && !memcmp(again, text, len));
+			free(again);
+			/* Warp and per-thread text differ. */
+			if (s == 1)
+				first[m] = strdup(text);
+			mod = wrap(text, version, sms[s], events);
+			test_checks++;
+			if (!mod || !assemble(mod, sms[s], what))
+				test_fail(__FILE__, __LINE__, "%s: the probes do not assemble", what);
+			/* Text for one sm assembles inside a module for a later one. */
+			if (s == 0) {
+				free(mod);
+				mod = wrap(text, version, "sm_90", events);
+				test_checks++;
+				if (!mod || !assemble(mod, "sm_90", what))
+					test_fail(__FILE__, __LINE__, "%s in an sm_90 module", what);
+			}
+			free(mod);
+			free(text);
+		}
+	}
+	CHECK(first[0] && first[1] && strcmp(first[0], first[1]));
+	free(first[0]);
+	free(first[1]);
+	gpuext_object__close(obj);
+	gpuext_runtime__free(rt);
+}
+
+static void test_refusals(void)
+{
+	struct gpuext_runtime *rt = new_rt();
+	struct gpuext_object *obj;
+	uint32_t events = 123;
+	char *text = NULL;
+	size_t len = 7;
+
+	if (!rt) {
+		CHECK(rt);
+		return;
+	}
+	obj = open_obj(rt, "probe_bad.bpf.o");
+	if (obj) {
+		test_log_clear(&logbuf);
+		CHECK_EQ_INT(gpuext_ptx_probe_emit(obj, "sm_80", false, &events, &text, &len), -EPERM);
+		CHECK(!text && len == 0 && events == 0);
+		CHECK_STR_CONTAINS(logbuf.buf, "probe probe_writes_ctx (SEC(\"probe/exit\")) is not "
+				   "verified as a device_probe");
+		gpuext_object__close(obj);
+	}
+	obj = open_obj(rt, "probe_badsec.bpf.o");
+	if (obj) {
+		test_log_clear(&logbuf);
+		CHECK_EQ_INT(gpuext_ptx_probe_emit(obj, "sm_80", false, &events, &text, &len), -EINVAL);
+		CHECK_STR_CONTAINS(logbuf.buf, "unknown probe section 'probe/retire'");
+		gpuext_object__close(obj);
+	}
+	obj = open_obj(rt, "loader_tiny.bpf.o");
+	if (obj) {
+		test_log_clear(&logbuf);
+		CHECK_EQ_INT(gpuext_ptx_probe_emit(obj, "sm_80", false, &events, &text, &len), -ENOENT);
+		CHECK_STR_CONTAINS(logbuf.buf, "has no SEC(\"probe/...\") program");
+		gpuext_object__close(obj);
+	}
+	obj = open_obj(rt, "probe_all.bpf.o");
+	if (obj) {
+		test_log_clear(&logbuf);
+		CHECK_EQ_INT(gpuext_ptx_probe_emit(obj, "sm_52", false, &events, &text, &len), -EINVAL);
+		CHECK_STR_CONTAINS(logbuf.buf, "unsupported target 'sm_52'");
+		CHECK_EQ_INT(gpuext_ptx_probe_emit(obj, "sm_80", false, &events, NULL, &len), -EINVAL);
+		gpuext_object__close(obj);
+	}
+	gpuext_runtime__free(rt);
+}
+
+/* The host side of the device hash layout (ptx.h): geometry, image, lookup. */
+static void test_hash_layout(void)
+{
+	struct gpuext_runtime *rt = new_rt();
+	GPUEXT_OPTS(gpuext_map_def, hd, .name = "h", .type = BPF_MAP_TYPE_HASH, .key_size = 12,
+		    .value_size = 20, .max_entries = 100);
+	GPUEXT_OPTS(gpuext_map_def, ad, .name = "a", .type = BPF_MAP_TYPE_ARRAY, .key_size = 4,
+		    .value_size = 8, .max_entries = 2);
+	struct gpuext_map *h = NULL, *a = NULL;
+	struct gpuext_ptx_map_desc d;
+	uint32_t nb = 0, bs = 0;
+	uint8_t *img = NULL;
+	size_t bytes = 0;
+
+	if (!rt) {
+		CHECK(rt);
+		return;
+	}
+	/* 100 entries -> 256 buckets (>= 2x, power of 2); 8 + 16 (key) + 24 (value). */
+	CHECK_EQ_INT(gpuext_ptx_hash_layout(12, 20, 100, &nb, &bs, &bytes), 0);
+	CHECK_EQ_U64(nb, 256);
+	CHECK_EQ_U64(bs, 48);
+	CHECK_EQ_U64(bytes, 16 + 256 * 48);
+	CHECK_EQ_INT(gpuext_ptx_hash_layout(4, 8, 64, &nb, &bs, &bytes), 0);
+	CHECK_EQ_U64(nb, 128);
+	CHECK_EQ_INT(gpuext_ptx_hash_layout(0, 8, 4, &nb, &bs, &bytes), -EINVAL);
+	CHECK_EQ_INT(gpuext_ptx_hash_layout(8, 8, 1u << 24, &nb, &bs, &bytes), -E2BIG);
+	/* FNV-1a 32: the published test vectors ("" and "a"). */
+	CHECK_EQ_U64(gpuext_ptx_hash_key("", 0), 0x811c9dc5u);
+	CHECK_EQ_U64(gpuext_ptx_hash_key("a", 1), 0xe40c292cu);
+
+	CHECK_EQ_INT(gpuext_map__create(rt, &hd, &h), 0);
+	CHECK_EQ_INT(gpuext_map__create(rt, &ad, &a), 0);
+	if (h && a) {
+		uint8_t key[12], val[20];
+
+		for (uint32_t i = 0; i < 60; i++) {
+			memset(key, 0, sizeof(key));
+			memcpy(key, &i, 4);
+			key[11] = (uint8_t)(i * 7);
+			memset(val, (int)(i + 1), sizeof(val));
+			CHECK_EQ_INT(gpuext_map__update(h, key, val, BPF_ANY), 0);
+		}
+		CHECK_EQ_INT(gpuext_ptx_hash_image(h, &d, &img, &bytes), 0);
+		CHECK_EQ_U64(d.type, BPF_MAP_TYPE_HASH);
+		CHECK_EQ_U64(d.key_size, 12);
+		CHECK_EQ_U64(d.stride, 24);
+		CHECK_EQ_U64(d.base, 0);
+		CHECK_EQ_U64(bytes, 16 + 256 * 48);
+		if (img) {
+			struct gpuext_ptx_hash_hdr *hh = (void *)img;
+			unsigned full = 0;
+
+			CHECK_EQ_U64(hh->nr_buckets, 256);
+			CHECK_EQ_U64(hh->bucket_size, 48);
+			CHECK_EQ_U64(hh->count, 60);
+			CHECK_EQ_U64(hh->max_entries, 100);
+			for (uint32_t b = 0; b < 256; b++) {
+				uint32_t st;
+
+				memcpy(&st, img + 16 + b * 48, 4);
+				full += st == GPUEXT_PTX_HASH_FULL;
+				CHECK(st == GPUEXT_PTX_HASH_FULL || st == GPUEXT_PTX_HASH_EMPTY);
+			}
+			CHECK_EQ_INT(full, 60);
+			for (uint32_t i = 0; i < 60; i++) {
+				uint8_t *v;
+
+				memset(key, 0, sizeof(key));
+				memcpy(key, &i, 4);
+				key[11] = (uint8_t)(i * 7);
+				v = gpuext_ptx_hash_lookup(img, 12, key);
+				CHECK(v);
+				if (v) {
+					CHECK_EQ_U64(v[0], i + 1);
+					CHECK_EQ_U64(v[19], i + 1);
+					/* the value sits after state, hash and the rounded key */
+					CHECK_EQ_U64((size_t)(v - img - 16) % 48, 8 + 16);
+				}
+			}
+			memset(key, 0xee, sizeof(key));
+			CHECK(!gpuext_ptx_hash_lookup(img, 12, key));
+			/* Overwrite in place; a full table refuses a new key. */
+			memset(val, 0x55, sizeof(val));
+			memset(key, 0, sizeof(key));
+			CHECK_EQ_INT(gpuext_ptx_hash_insert(img, 12, 20, key, val), 0);
+			CHECK_EQ_U64(hh->count, 60);
+			CHECK_EQ_U64(((uint8_t *)gpuext_ptx_hash_lookup(img, 12, key))[3], 0x55);
+			hh->count = hh->max_entries;
+			memset(key, 0xee, sizeof(key));
+			CHECK_EQ_INT(gpuext_ptx_hash_insert(img, 12, 20, key, val), -E2BIG);
+		}
+		free(img);
+		img = NULL;
+		CHECK_EQ_INT(gpuext_ptx_hash_image(a, &d, &img, &bytes), -EINVAL);
+		CHECK(!img);
+	}
+	gpuext_map__destroy(h);
+	gpuext_map__destroy(a);
+	gpuext_runtime__free(rt);
+}
+
+int main(void)
+{
+	const char *p = getenv("GPUEXT_PTXAS");
+
+	if (!p || !*p)
+		p = GPUEXT_PTXAS;
+	test_hash_layout();
+	if (!*p || strstr(p, "NOTFOUND") || access(p, X_OK)) {
+		printf("test_codegen_ptx_probe: SKIP: ptxas not found (GPUEXT_PTXAS='%s'); install "
+		       "the CUDA toolkit (ptxas in /usr/local/cuda/bin) and re-run cmake\n", p);
+		return test_failures ? test_done("test_codegen_ptx_probe") : 77;
+	}
+	snprintf(ptxas, sizeof(ptxas), "%s", p);
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/gpuext-probe-XXXXXX");
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	test_probe_all();
+	test_refusals();
+	{
+		char path[128];
+
+		snprintf(path, sizeof(path), "%s/probe.ptx", tmpdir);
+		unlink(path);
+		rmdir(tmpdir);
+	}
+	return test_done("test_codegen_ptx_probe");
+}

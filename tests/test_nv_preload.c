@@ -1,0 +1,815 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * libgpuext-nvprobe.so without a GPU.
+ *
+ * Unit parts (hal/nvidia/nv_util.c, nv_maps.c): .entry names of PTX, the
+ * kernel filter, kernels.txt lines, which versioned entry point a
+ * cuGetProcAddress request means, folding per-GPU values, writing the shm
+ * maps of another process (array + ring producer, read back through
+ * libgpuext's own reader and consumer) and draining a device ring.
+ *
+ * End to end (when the build has the preload library): this process plays
+ * `gpuext trace` (publishes maps, writes a pack) and runs tests/nv/fakeapp
+ * with LD_PRELOAD against the fake libcuda (tests/nv/fakecuda.c), then checks
+ * what the app's driver saw (the fake's log), kernels.txt, launches.bin and
+ * the shm maps, live and after exit; again with a warm JIT cache, without
+ * GPUEXT_TRACE_DIR, with a bad pack, and with a JIT that fails.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "maps_impl.h"
+#include "ptx/ptx.h"
+#include "nv_impl.h"
+#include "nv_util.h"
+#include "testlib.h"
+
+/* ------------------------------------------------------------------ */
+/* Pure parts                                                           */
+/* ------------------------------------------------------------------ */
+
+static void test_entries(void)
+{
+	static const char ptx[] =
+		"// .entry not_me(\n/* .entry nor_me( */\n.version 8.0\n"
+		".visible .entry vadd(\n.param .u64 a)\n{ ret; }\n"
+		".func helper() { ret; }\n"
+		".entry _Z3fooPf$x ( ) { ret; }\n"
+		".file 1 \".entry quoted\"\n";
+	char **names;
+	size_t n;
+
+	CHECK_EQ_INT(nv_ptx_entries(ptx, sizeof(ptx) - 1, &names, &n), 0);
+	CHECK_EQ_INT(n, 2);
+	if (n == 2) {
+		CHECK(!strcmp(names[0], "vadd"));
+		CHECK(!strcmp(names[1], "_Z3fooPf$x"));
+	}
+	nv_free_names(names, n);
+}
+
+static void test_filter_and_line(void)
+{
+	char buf[256];
+
+	CHECK(nv_filter_match("", "anything"));
+	CHECK(nv_filter_match(NULL, "anything"));
+	CHECK(nv_filter_match("vadd*", "vadd_f32"));
+	CHECK(!nv_filter_match("vadd*", "other"));
+	CHECK(nv_filter_match("[vl]*", "libk"));
+	nv_kernel_line(buf, sizeof(buf), 42, 0xabcull, "error:jit failed", "k");
+	CHECK(!strcmp(buf, "42 0000000000000abc error:jit_failed k\n"));
+}
+
+static void test_pick_version(void)
+{
+	static const struct nv_hook_ver v[] = {
+		{ "cuLaunchKernel", "cuLaunchKernel", 4000, false },
+		{ "cuLaunchKernel_ptsz", "cuLaunchKernel", 7000, true },
+		{ "cuCtxCreate", "cuCtxCreate", 2000, false },
+		{ "cuCtxCreate_v2", "cuCtxCreate", 3020, false },
+		{ "cuCtxCreate_v3", "cuCtxCreate", 11040, false },
+		{ "cuCtxCreate_v4", "cuCtxCreate", 12050, false },
+	};
+	const struct nv_hook_ver *p;
+	size_t n = sizeof(v) / sizeof(v[0]);
+
+	p = nv_pick_version(v, n, "cuLaunchKernel", 12000, NV_PROC_PER_THREAD);
+	CHECK(p && !strcmp(p->name, "cuLaunchKernel_ptsz"));
+	p = nv_pick_version(v, n, "cuLaunchKernel", 12000, 0);
+	CHECK(p && !strcmp(p->name, "cuLaunchKernel"));
+	p = nv_pick_version(v, n, "cuCtxCreate", 12080, 0);
+	CHECK(p && !strcmp(p->name, "cuCtxCreate_v4"));
+	p = nv_pick_version(v, n, "cuCtxCreate", 12000, 0);
+	CHECK(p && !strcmp(p->name, "cuCtxCreate_v3"));
+	p = nv_pick_version(v, n, "cuCtxCreate", 4000, 0);
+	CHECK(p && !strcmp(p->name, "cuCtxCreate_v2"));
+	CHECK(!nv_pick_version(v, n, "cuCtxCreate", 1000, 0));
+	CHECK(!nv_pick_version(v, n, "cuMemAlloc", 12000, 0));
+}
+
+static void test_fold(void)
+{
+	/* Two "GPUs", 2 entries x 4 device slots of u64, folded into 2 shm slots. */
+	uint64_t acc[4] = { 1000, 0, 0, 5 }, base[8] = { 0 }, a[8], b[8];
+	/* u32 values in 8-byte strides, with a base to subtract. */
+	uint32_t acc32[4] = { 7, 0, 0, 0 }, now32[4] = { 10, 0, 3, 0 }, base32[4] = { 4, 0, 1, 0 };
+
+	for (int i = 0; i < 8; i++) {
+		a[i] = (uint64_t)i + 1;
+		b[i] = 10ull * ((uint64_t)i + 1);
+	}
+	nv_fold_values((uint8_t *)acc, 2, (uint8_t *)a, (uint8_t *)base, 4, 2, 8, 8);
+	nv_fold_values((uint8_t *)acc, 2, (uint8_t *)b, (uint8_t *)base, 4, 2, 8, 8);
+	/* entry 0: slot 0 <- dev slots 0,2; slot 1 <- 1,3 */
+	CHECK_EQ_U64(acc[0], 1000 + (1 + 3) + (10 + 30));
+	CHECK_EQ_U64(acc[1], 0 + (2 + 4) + (20 + 40));
+	CHECK_EQ_U64(acc[2], (5 + 7) + (50 + 70));
+	CHECK_EQ_U64(acc[3], 5 + (6 + 8) + (60 + 80));
+	nv_fold_values((uint8_t *)acc32, 1, (uint8_t *)now32, (uint8_t *)base32, 1, 2, 4, 8);
+	CHECK_EQ_INT(acc32[0], 7 + 6);
+	CHECK_EQ_INT(acc32[1], 0);	/* padding lane untouched */
+	CHECK_EQ_INT(acc32[2], 2);
+}
+
+/* ------------------------------------------------------------------ */
+/* shm maps of "gpuext trace" (this process) written through nv_shm     */
+/* ------------------------------------------------------------------ */
+
+struct ring_seen {
+	uint64_t v[64];
+	uint32_t len[64];
+	int n;
+};
+
+static int on_rec(void *user, const void *data, size_t size)
+{
+	struct ring_seen *s = user;
+
+	if (s->n < 64) {
+		memset(&s->v[s->n], 0, 8);
+		memcpy(&s->v[s->n], data, size < 8 ? size : 8);
+		s->len[s->n] = (uint32_t)size;
+		s->n++;
+	}
+	return 0;
+}
+
+static void pack_map(struct gx_pack_map *pm, struct gpuext_map *m, uint32_t nr_slots)
+{
+	memset(pm, 0, sizeof(*pm));
+	snprintf(pm->name, sizeof(pm->name), "%s", gpuext_map__name(m));
+	snprintf(pm->shm, sizeof(pm->shm), "%s", m->shm_name);
+	pm->type = gpuext_map__type(m);
+	pm->key_size = gpuext_map__key_size(m);
+	pm->value_size = gpuext_map__value_size(m);
+	pm->max_entries = gpuext_map__max_entries(m);
+	pm->nr_slots = nr_slots;
+}
+
+static void test_shm(void)
+{
+	GPUEXT_OPTS(gpuext_runtime_opts, ro, .publish_maps = true, .nr_cpu_slots = 2);
+	GPUEXT_OPTS(gpuext_map_def, ad, .name = "arr", .type = BPF_MAP_TYPE_ARRAY, .key_size = 4,
+		    .value_size = 8, .max_entries = 4);
+	GPUEXT_OPTS(gpuext_map_def, rd, .name = "rb", .type = BPF_MAP_TYPE_RINGBUF,
+		    .max_entries = 4096);
+	struct gpuext_ringbuf_consumer *cons = NULL;
+	struct gpuext_runtime *rt = NULL;
+	struct gpuext_map *arr = NULL, *rb = NULL;
+	struct gx_pack_map pm;
+	struct nv_shm s, r;
+	struct ring_seen seen = { 0 };
+	uint64_t vals[4] = { 1, 2, 3, 4 }, got = 0, big[128];
+	char err[256] = "";
+	uint32_t key = 2;
+	int n, total = 0;
+
+	CHECK_EQ_INT(gpuext_runtime__new(&ro, &rt), 0);
+	CHECK_EQ_INT(gpuext_map__create(rt, &ad, &arr), 0);
+	CHECK_EQ_INT(gpuext_map__create(rt, &rd, &rb), 0);
+	if (!arr || !rb)
+		goto out;
+
+	pack_map(&pm, arr, 1);
+	CHECK_EQ_INT(nv_shm_open(&s, &pm, err, sizeof(err)), 0);
+	CHECK_EQ_INT(nv_shm_values_size(&s), 32);
+	nv_shm_write_values(&s, vals);
+	CHECK_EQ_INT(gpuext_map__lookup(arr, &key, &got), 0);
+	CHECK_EQ_U64(got, 3);
+	nv_shm_close(&s);
+
+	/* A pack that disagrees with the map is refused, saying how. */
+	pm.value_size = 16;
+	CHECK_EQ_INT(nv_shm_open(&s, &pm, err, sizeof(err)), -EINVAL);
+	CHECK_STR_CONTAINS(err, "the pack wants array");
+	snprintf(pm.shm, sizeof(pm.shm), "/gpuext.999999999.1");
+	CHECK_EQ_INT(nv_shm_open(&s, &pm, err, sizeof(err)), -ENOENT);
+	CHECK_STR_CONTAINS(err, "cannot open shared memory");
+
+	pack_map(&pm, rb, 1);
+	CHECK_EQ_INT(nv_shm_open(&r, &pm, err, sizeof(err)), 0);
+	CHECK_EQ_INT(gpuext_ringbuf_consumer__new(rb, on_rec, &seen, &cons), 0);
+	/* Records of 1000 bytes: the 5th one wraps past the end of the 4096-byte ring. */
+	for (int i = 0; i < 12; i++) {
+		memset(big, 0, sizeof(big));
+		big[0] = 500 + (uint64_t)i;
+		CHECK_EQ_INT(nv_shm_ring_output(&r, big, 1000), 0);
+		n = gpuext_ringbuf_consumer__consume(cons);
+		total += n > 0 ? n : 0;
+	}
+	CHECK_EQ_INT(total, 12);
+	CHECK_EQ_INT(seen.n, 12);
+	for (int i = 0; i < seen.n; i++) {
+		CHECK_EQ_U64(seen.v[i], 500 + (uint64_t)i);
+		CHECK_EQ_INT(seen.len[i], 1000);
+	}
+	/* Full: refused and counted. */
+	for (int i = 0; i < 4; i++)
+		nv_shm_ring_output(&r, big, 1000);
+	CHECK_EQ_INT(nv_shm_ring_output(&r, big, 1000), -EAGAIN);
+	CHECK(r.host_drops >= 1);
+	CHECK_EQ_INT(r.records, 12 + 4);
+
+	/* Drain a device ring (as the GPU leaves it in pinned memory) into the shm ring. */
+	{
+		uint8_t dev[256] = { 0 };
+		struct gpuext_ptx_ringbuf_hdr h = { 0 };
+		uint32_t w;
+		uint64_t v;
+
+		gpuext_ringbuf_consumer__consume(cons);
+		seen.n = 0;
+		/* rec A (8 bytes) at 0, a discarded rec at 16, rec B at 32, busy rec C at 48. */
+		w = 8;
+		v = 0xa;
+		memcpy(dev + 0, &w, 4);
+		memcpy(dev + 8, &v, 8);
+		w = 8 | GPUEXT_RB_DISCARD;
+		memcpy(dev + 16, &w, 4);
+		w = 8;
+		v = 0xb;
+		memcpy(dev + 32, &w, 4);
+		memcpy(dev + 40, &v, 8);
+		w = 8 | GPUEXT_RB_BUSY;
+		memcpy(dev + 48, &w, 4);
+		h.prod = 64;
+		CHECK_EQ_U64(nv_ring_drain(&h, dev, sizeof(dev), &r), 2);
+		CHECK_EQ_U64(h.cons, 48);	/* stopped at the busy one */
+		CHECK(dev[0] == 0 && dev[16] == 0 && dev[40] == 0);	/* consumed space zeroed */
+		w = 8;
+		v = 0xc;
+		memcpy(dev + 56, &v, 8);
+		memcpy(dev + 48, &w, 4);	/* committed */
+		CHECK_EQ_U64(nv_ring_drain(&h, dev, sizeof(dev), &r), 1);
+		CHECK_EQ_U64(h.cons, 64);
+		gpuext_ringbuf_consumer__consume(cons);
+		CHECK_EQ_INT(seen.n, 3);
+		CHECK_EQ_U64(seen.v[0], 0xa);
+		CHECK_EQ_U64(seen.v[1], 0xb);
+		CHECK_EQ_U64(seen.v[2], 0xc);
+		/* Reserved but header not yet written (0): wait, do not skip. */
+		h.prod = 80;
+		CHECK_EQ_U64(nv_ring_drain(&h, dev, sizeof(dev), &r), 0);
+		CHECK_EQ_U64(h.cons, 64);
+		/* A header claiming more than was produced is garbage: skip to prod. */
+		w = 200;
+		memcpy(dev + 64, &w, 4);
+		n = (int)r.host_drops;
+		CHECK_EQ_U64(nv_ring_drain(&h, dev, sizeof(dev), &r), 0);
+		CHECK_EQ_U64(h.cons, 80);
+		CHECK_EQ_INT(r.host_drops, n + 1);
+	}
+	nv_shm_close(&r);
+out:
+	gpuext_ringbuf_consumer__free(cons);
+	gpuext_runtime__free(rt);
+}
+
+static void test_shm_hash(void)
+{
+	GPUEXT_OPTS(gpuext_runtime_opts, ro, .publish_maps = true);
+	GPUEXT_OPTS(gpuext_map_def, hd, .name = "h", .type = BPF_MAP_TYPE_HASH, .key_size = 12,
+		    .value_size = 4, .max_entries = 3);
+	GPUEXT_OPTS(gpuext_map_def, ld, .name = "l", .type = BPF_MAP_TYPE_LRU_HASH, .key_size = 4,
+		    .value_size = 8, .max_entries = 4);
+	struct gpuext_runtime *rt = NULL;
+	struct gpuext_map *h = NULL, *l = NULL;
+	struct gx_pack_map pm;
+	struct nv_shm s;
+	char err[256];
+	uint32_t key[3] = { 1, 2, 3 }, v = 0, nb, bs, nb2, bs2;
+	size_t bytes, bytes2;
+
+	CHECK_EQ_INT(gpuext_runtime__new(&ro, &rt), 0);
+	CHECK_EQ_INT(gpuext_map__create(rt, &hd, &h), 0);
+	CHECK_EQ_INT(gpuext_map__create(rt, &ld, &l), 0);
+	if (!h || !l)
+		goto out;
+	/* Our bucket hash is core's. */
+	for (uint32_t i = 0; i < 64; i++) {
+		key[0] = i * 2654435761u;
+		CHECK_EQ_INT(nv_shm_hash(key, 12, h->hdr->hash_seed) & (h->hdr->nr_buckets - 1),
+			     gpuext_map_hash_bucket(h, key));
+	}
+	/* Our device geometry is codegen's. */
+	CHECK_EQ_INT(nv_hash_layout(12, 4, 3, &nb, &bs, &bytes), 0);
+	CHECK_EQ_INT(gpuext_ptx_hash_layout(12, 4, 3, &nb2, &bs2, &bytes2), 0);
+	CHECK(nb == nb2 && bs == bs2 && bytes == bytes2);
+	CHECK_EQ_INT(nv_hash_layout(8, 256, 10000, &nb, &bs, &bytes), 0);
+	CHECK_EQ_INT(gpuext_ptx_hash_layout(8, 256, 10000, &nb2, &bs2, &bytes2), 0);
+	CHECK(nb == nb2 && bs == bs2 && bytes == bytes2);
+	CHECK_EQ_INT(nv_hash_layout(8, 256, 100000, &nb, &bs, &bytes), -E2BIG);
+	CHECK_EQ_INT(gpuext_ptx_hash_layout(8, 256, 100000, &nb2, &bs2, &bytes2), -E2BIG);
+	CHECK_EQ_INT(nv_hash_layout(8, 8, 0, &nb, &bs, &bytes), -EINVAL);
+
+	/* An entry from before is gone after a round; a key seen twice adds up. */
+	key[0] = 99;
+	v = 5;
+	CHECK_EQ_INT(gpuext_map__update(h, key, &v, BPF_ANY), 0);
+	pack_map(&pm, h, 1);
+	CHECK_EQ_INT(nv_shm_open(&s, &pm, err, sizeof(err)), 0);
+	nv_shm_hash_begin(&s);
+	key[0] = 1;
+	v = 10;
+	CHECK_EQ_INT(nv_shm_hash_add(&s, key, &v), 0);
+	v = 32;
+	CHECK_EQ_INT(nv_shm_hash_add(&s, key, &v), 0);
+	key[0] = 2;
+	CHECK_EQ_INT(nv_shm_hash_add(&s, key, &v), 0);
+	key[0] = 3;
+	CHECK_EQ_INT(nv_shm_hash_add(&s, key, &v), 0);
+	key[0] = 4;
+	CHECK_EQ_INT(nv_shm_hash_add(&s, key, &v), -E2BIG);
+	nv_shm_hash_end(&s);
+	CHECK_EQ_INT(s.host_drops, 1);
+	key[0] = 99;
+	CHECK_EQ_INT(gpuext_map__lookup(h, key, &v), -ENOENT);
+	key[0] = 1;
+	CHECK_EQ_INT(gpuext_map__lookup(h, key, &v), 0);
+	CHECK_EQ_INT(v, 42);
+	key[0] = 3;
+	CHECK_EQ_INT(gpuext_map__lookup(h, key, &v), 0);
+	CHECK_EQ_INT(v, 32);
+	/* The owner can still change the map afterwards (free list and buckets intact). */
+	key[0] = 2;
+	CHECK_EQ_INT(gpuext_map__delete(h, key), 0);
+	key[0] = 7;
+	CHECK_EQ_INT(gpuext_map__update(h, key, &v, BPF_NOEXIST), 0);
+	nv_shm_close(&s);
+
+	/* LRU: entries are on the LRU list, so the owner can evict. */
+	pack_map(&pm, l, 1);
+	CHECK_EQ_INT(nv_shm_open(&s, &pm, err, sizeof(err)), 0);
+	nv_shm_hash_begin(&s);
+	for (uint32_t k = 0; k < 4; k++) {
+		uint64_t lv = k + 100;
+
+		CHECK_EQ_INT(nv_shm_hash_add(&s, &k, &lv), 0);
+	}
+	nv_shm_hash_end(&s);
+	{
+		uint32_t k = 50;
+		uint64_t lv = 1;
+
+		CHECK_EQ_INT(gpuext_map__update(l, &k, &lv, BPF_ANY), 0);	/* evicts one */
+		k = 3;
+		CHECK_EQ_INT(gpuext_map__lookup(l, &k, &lv), 0);
+		CHECK_EQ_U64(lv, 103);
+	}
+	nv_shm_close(&s);
+out:
+	gpuext_runtime__free(rt);
+}
+
+/* ------------------------------------------------------------------ */
+/* End to end with the fake libcuda                                     */
+/* ------------------------------------------------------------------ */
+
+#ifdef GPUEXT_NVPROBE_SO
+
+static const char pack_ptx[] =
+	"// gpuext probes for test_nv_preload\n"
+	"// gpuext-ptx-version 8.0\n"
+	".visible .global .align 8 .b8 gpuext_rt_maps[160];\n"
+	".visible .global .align 8 .u64 gpuext_rt_prandom_seed;\n"
+	".visible .func gpuext_probe_entry(.param .b64 ctx)\n{\n\tret;\n}\n";
+
+static char *slurp(const char *path, size_t *len)
+{
+	char *buf = NULL;
+	size_t cap = 0, n = 0;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0)
+		return NULL;
+	for (;;) {
+		ssize_t r;
+
+		if (n + 4096 + 1 > cap) {
+			char *t = realloc(buf, cap = cap * 2 + 8192);
+
+			if (!t)
+				break;
+			buf = t;
+		}
+		r = read(fd, buf + n, cap - n - 1);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	if (buf)
+		buf[n] = '\0';
+	if (len)
+		*len = n;
+	return buf;
+}
+
+struct run {
+	int status;
+	pid_t pid;
+	char out[4096];
+	char *err;
+	char *log;
+};
+
+/*
+ * Runs the fake app. @trace_dir NULL: no GPUEXT_TRACE_DIR. @during, if set,
+ * runs after the app printed "ready" and before it is told to finish.
+ */
+static void run_app(const char *trace_dir, const char *cache, const char *tmp, bool jit_fail,
+		    void (*during)(void *), void *arg, struct run *res)
+{
+	char logp[512], errp[512];
+	int in[2], out[2];
+	size_t n = 0;
+	pid_t pid;
+
+	memset(res, 0, sizeof(*res));
+	snprintf(logp, sizeof(logp), "%s/fake.log", tmp);
+	snprintf(errp, sizeof(errp), "%s/stderr.txt", tmp);
+	unlink(logp);
+	if (pipe(in) || pipe(out)) {
+		CHECK(!"pipe");
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		dup2(fd, 2);
+		close(in[1]);
+		close(out[0]);
+		setenv("LD_PRELOAD", GPUEXT_NVPROBE_SO, 1);
+		setenv("LD_LIBRARY_PATH", GPUEXT_NV_FAKECUDA_DIR, 1);
+		setenv("FAKECUDA_LOG", logp, 1);
+		/* Two GPUs, the app on the second: device ordinals must reach the records. */
+		setenv("FAKECUDA_DEVICES", "2", 1);
+		setenv("FAKEAPP_DEVICE", "1", 1);
+		setenv("GPUEXT_CACHE_DIR", cache, 1);
+		setenv("FAKECUDA_JIT_DUMP", tmp, 1);
+		if (trace_dir)
+			setenv("GPUEXT_TRACE_DIR", trace_dir, 1);
+		else
+			unsetenv("GPUEXT_TRACE_DIR");
+		/* Sanitizer builds: the fake driver leaks its modules on purpose. */
+		setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
+		if (jit_fail)
+			setenv("FAKECUDA_JIT_FAIL", "1", 1);
+		else
+			unsetenv("FAKECUDA_JIT_FAIL");
+		execl(GPUEXT_NV_FAKEAPP, GPUEXT_NV_FAKEAPP, "multi", (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	res->pid = pid;
+	/* Read until "ready" (or EOF), with a deadline. */
+	for (int waited = 0; waited < 100 && !strstr(res->out, "ready\n");) {
+		struct pollfd p = { out[0], POLLIN, 0 };
+		ssize_t r;
+
+		if (poll(&p, 1, 100) == 0) {
+			waited++;
+			continue;
+		}
+		r = read(out[0], res->out + n, sizeof(res->out) - 1 - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+		res->out[n] = '\0';
+	}
+	if (strstr(res->out, "ready\n") && during)
+		during(arg);
+	if (write(in[1], "go\n", 3) != 3)
+		CHECK(!"write to app");
+	close(in[1]);
+	for (;;) {
+		ssize_t r = read(out[0], res->out + n, sizeof(res->out) - 1 - n);
+
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+		res->out[n] = '\0';
+	}
+	close(out[0]);
+	waitpid(pid, &res->status, 0);
+	res->err = slurp(errp, NULL);
+	res->log = slurp(logp, NULL);
+}
+
+static void run_free(struct run *r)
+{
+	free(r->err);
+	free(r->log);
+}
+
+static int count_lines(const char *s, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = s; p && (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+struct live {
+	struct gpuext_map *arr, *pcpu;
+	uint64_t arr_v, pcpu_v[4];
+	bool seen;
+};
+
+/* While the app waits: the mirror thread must bring device values into the shm maps. */
+static void watch_live(void *arg)
+{
+	struct live *l = arg;
+	uint32_t key = 1;
+	struct timespec nap = { 0, 20 * 1000000 };
+
+	for (int i = 0; i < 150 && !l->seen; i++) {
+		gpuext_map__lookup(l->arr, &key, &l->arr_v);
+		gpuext_map__lookup(l->pcpu, &key, l->pcpu_v);
+		l->seen = l->arr_v == 42 + 8 && l->pcpu_v[3] != 0;
+		if (!l->seen)
+			nanosleep(&nap, NULL);
+	}
+}
+
+static bool has_launch(const struct gx_launch_rec *r, size_t n, const char *name, uint32_t gx,
+		       uint32_t bx, pid_t pid)
+{
+	uint64_t id = gx_kernel_id(name, strlen(name));
+
+	for (size_t i = 0; i < n; i++)
+		if (r[i].kernel_id == id && r[i].grid[0] == gx && r[i].block[0] == bx &&
+		    r[i].grid[1] == 1 && r[i].block[2] == 1 && r[i].pid == (uint32_t)pid &&
+		    r[i].gpu == 1)
+			return true;
+	return false;
+}
+
+static void kernel_line(char *buf, size_t len, pid_t pid, const char *status, const char *name)
+{
+	nv_kernel_line(buf, len, (unsigned)pid, gx_kernel_id(name, strlen(name)), status, name);
+}
+
+static void test_e2e(void)
+{
+	GPUEXT_OPTS(gpuext_runtime_opts, ro, .publish_maps = true, .nr_cpu_slots = 4);
+	GPUEXT_OPTS(gpuext_map_def, ad, .name = "counts", .type = BPF_MAP_TYPE_ARRAY, .key_size = 4,
+		    .value_size = 8, .max_entries = 4);
+	GPUEXT_OPTS(gpuext_map_def, pd, .name = "per_sm", .type = BPF_MAP_TYPE_PERCPU_ARRAY,
+		    .key_size = 4, .value_size = 8, .max_entries = 2);
+	GPUEXT_OPTS(gpuext_map_def, rd, .name = "events", .type = BPF_MAP_TYPE_RINGBUF,
+		    .max_entries = 4096);
+	GPUEXT_OPTS(gpuext_map_def, hd, .name = "hits", .type = BPF_MAP_TYPE_HASH, .key_size = 4,
+		    .value_size = 8, .max_entries = 16);
+	struct gpuext_map *hits = NULL;
+	char tmp[] = "/tmp/gpuext-nvpreload-XXXXXX", dir[600], cache[600], bad[600], path[700];
+	char line[512], *txt, *stats;
+	struct gpuext_ringbuf_consumer *cons = NULL;
+	struct gpuext_runtime *rt = NULL;
+	struct gpuext_map *arr = NULL, *pcpu = NULL, *rb = NULL;
+	struct ring_seen seen = { 0 };
+	struct gx_launch_rec *lr;
+	struct live live = { 0 };
+	struct gx_pack pack;
+	struct run run;
+	size_t len = 0, nl;
+
+	if (!mkdtemp(tmp)) {
+		CHECK(!"mkdtemp");
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s/trace", tmp);
+	snprintf(cache, sizeof(cache), "%s/cache", tmp);
+	snprintf(bad, sizeof(bad), "%s/bad", tmp);
+	mkdir(dir, 0755);
+	mkdir(bad, 0755);
+
+	CHECK_EQ_INT(gpuext_runtime__new(&ro, &rt), 0);
+	CHECK_EQ_INT(gpuext_map__create(rt, &ad, &arr), 0);
+	CHECK_EQ_INT(gpuext_map__create(rt, &pd, &pcpu), 0);
+	CHECK_EQ_INT(gpuext_map__create(rt, &rd, &rb), 0);
+	CHECK_EQ_INT(gpuext_map__create(rt, &hd, &hits), 0);
+	if (!arr || !pcpu || !rb || !hits)
+		goto out;
+	{
+		uint32_t k0 = 0;
+		uint64_t v0 = 7;
+
+		/* A value gpuext trace put in before the run: the mirror keeps it. */
+		CHECK_EQ_INT(gpuext_map__update(arr, &k0, &v0, BPF_ANY), 0);
+	}
+	memset(&pack, 0, sizeof(pack));
+	pack.events = 1u << GX_PROBE_ENTRY;
+	snprintf(pack.kernel_filter, sizeof(pack.kernel_filter), "[vl]*");
+	pack.map_cnt = 4;
+	pack_map(&pack.maps[0], arr, 1);
+	pack_map(&pack.maps[1], pcpu, 8);	/* 8 slots per key on the GPU, 4 in shm */
+	pack_map(&pack.maps[2], rb, 1);
+	pack_map(&pack.maps[3], hits, 1);
+	pack.ptx = (char *)pack_ptx;
+	pack.ptx_len = sizeof(pack_ptx) - 1;
+	CHECK_EQ_INT(gx_pack_write(dir, &pack), 0);
+
+	/* 1. Cold: splice, JIT, cache; live mirror; ring records; files. */
+	live.arr = arr;
+	live.pcpu = pcpu;
+	run_app(dir, cache, tmp, false, watch_live, &live, &run);
+	if (getenv("NV_DEBUG"))
+		fprintf(stderr, "--- out:\n%s--- err:\n%s--- log:\n%s", run.out, run.err, run.log);
+	CHECK(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
+	CHECK_STR_CONTAINS(run.out, "rtld_next ok");
+	CHECK_STR_CONTAINS(run.out, "table yes");
+	CHECK_STR_CONTAINS(run.out, "gpu_id 1");
+	CHECK(live.seen);
+	/* 42 from the first context + 8 from the second, destroyed one */
+	CHECK_EQ_U64(live.arr_v, 42 + 8);
+	/* device slots s (value s+1) fold into shm slot s % 4: (s+1) + (s+5) */
+	CHECK_EQ_U64(live.pcpu_v[0], 1 + 5);
+	CHECK_EQ_U64(live.pcpu_v[3], 4 + 8);
+	CHECK_STR_CONTAINS(run.log, "modload cubin spliced=1");
+	CHECK_STR_CONTAINS(run.log, "libload cubin spliced=1");
+	/* No context current: the spliced PTX is loaded, the driver JITs it per device. */
+	CHECK_STR_CONTAINS(run.log, "libload ptx spliced=1");
+	CHECK_STR_CONTAINS(run.log, "launch_ptsz lib_noctx 6 32");
+	/* libk, lib_noctx at their launches, lib_graph when its graph node was added */
+	CHECK_EQ_INT(count_lines(run.log, "libglobal gpuext_rt_maps"), 3);
+	CHECK_STR_CONTAINS(run.log, "libglobal gpuext_rt_maps\nlibglobal gpuext_rt_gpu_id\n"
+			   "libglobal gpuext_rt_prandom_seed\ngraph_add lib_graph");
+	/* the module loaded again in the second context: a cache hit, no third JIT */
+	CHECK_EQ_INT(count_lines(run.log, "modload cubin spliced=1"), 2);
+	CHECK_STR_CONTAINS(run.log, "modload elf spliced=0");
+	CHECK_STR_CONTAINS(run.log, "libglobal gpuext_rt_maps");
+	CHECK_EQ_INT(count_lines(run.log, "jit "), 2);
+	CHECK_STR_CONTAINS(run.log, "launch vadd 4 128");
+	CHECK_STR_CONTAINS(run.log, "launch_ptsz vadd 2 64");
+	/* The private pointer was matched by name: the export ran. */
+	CHECK_STR_CONTAINS(run.log, "launch_ex other_kernel 3 32");
+	CHECK(!strstr(run.log ? run.log : "", "launch_ex_private"));
+	CHECK(run.err && !run.err[0]);	/* nothing to say on the app's stderr */
+
+	snprintf(path, sizeof(path), "%s/kernels.txt", dir);
+	txt = slurp(path, NULL);
+	kernel_line(line, sizeof(line), run.pid, "instrumented", "vadd");
+	CHECK_STR_CONTAINS(txt, line);
+	kernel_line(line, sizeof(line), run.pid, "filtered", "other_kernel");
+	CHECK_STR_CONTAINS(txt, line);
+	kernel_line(line, sizeof(line), run.pid, "sass-only", "sass_kernel");
+	CHECK_STR_CONTAINS(txt, line);
+	kernel_line(line, sizeof(line), run.pid, "instrumented", "libk");
+	CHECK_STR_CONTAINS(txt, line);
+	kernel_line(line, sizeof(line), run.pid, "instrumented", "lib_noctx");
+	CHECK_STR_CONTAINS(txt, line);
+	kernel_line(line, sizeof(line), run.pid, "instrumented", "lib_graph");
+	CHECK_STR_CONTAINS(txt, line);
+	CHECK_EQ_INT(count_lines(txt, "\n"), 6);	/* no duplicates from the second load */
+	free(txt);
+
+	snprintf(path, sizeof(path), "%s/launches.bin", dir);
+	lr = (struct gx_launch_rec *)slurp(path, &len);
+	nl = len / sizeof(*lr);
+	CHECK_EQ_INT(len % sizeof(*lr), 0);
+	CHECK_EQ_INT(nl, 6);
+	if (lr && nl == 6) {
+		CHECK(has_launch(lr, nl, "vadd", 4, 128, run.pid));
+		CHECK(has_launch(lr, nl, "vadd", 2, 64, run.pid));
+		CHECK(has_launch(lr, nl, "other_kernel", 3, 32, run.pid));
+		CHECK(has_launch(lr, nl, "sass_kernel", 1, 32, run.pid));
+		CHECK(has_launch(lr, nl, "libk", 5, 96, run.pid));
+		CHECK(has_launch(lr, nl, "lib_noctx", 6, 32, run.pid));
+		for (size_t i = 0; i < nl; i++) {
+			CHECK_EQ_U64(lr[i].seq, i);
+			CHECK(lr[i].host_ns > 1600000000ull * 1000000000ull);
+			CHECK(i == 0 || lr[i].host_ns >= lr[i - 1].host_ns);
+		}
+	}
+	free(lr);
+
+	/* The ring: 3 records in order, the discarded one left out. */
+	CHECK_EQ_INT(gpuext_ringbuf_consumer__new(rb, on_rec, &seen, &cons), 0);
+	if (cons)
+		gpuext_ringbuf_consumer__consume(cons);
+	CHECK_EQ_INT(seen.n, 3);
+	CHECK_EQ_U64(seen.v[0], 100);
+	CHECK_EQ_U64(seen.v[1], 101);
+	CHECK_EQ_U64(seen.v[2], 102);
+	{
+		uint32_t k0 = 0, k1 = 1;
+		uint64_t v = 0;
+
+		gpuext_map__lookup(arr, &k0, &v);
+		CHECK_EQ_U64(v, 7);
+		gpuext_map__lookup(arr, &k1, &v);
+		CHECK_EQ_U64(v, 42 + 8);
+		/* The device hash table's entries, in the shm hash map. */
+		k0 = 7;
+		v = 0;
+		CHECK_EQ_INT(gpuext_map__lookup(hits, &k0, &v), 0);
+		CHECK_EQ_U64(v, 70);
+		k0 = 9;
+		CHECK_EQ_INT(gpuext_map__lookup(hits, &k0, &v), 0);
+		CHECK_EQ_U64(v, 90);
+		k0 = 8;
+		CHECK_EQ_INT(gpuext_map__lookup(hits, &k0, &v), -ENOENT);
+	}
+	snprintf(path, sizeof(path), "%s/nvprobe-%d.txt", dir, (int)run.pid);
+	stats = slurp(path, NULL);
+	CHECK_STR_CONTAINS(stats, "ring 'events': 3 records, 0 dropped on the device (ring "
+			   "full), 0 dropped on the host (shm ring full)");
+	free(stats);
+	run_free(&run);
+
+	/* What the driver was asked to JIT is PTX that ptxas (when present) assembles. */
+	if (GPUEXT_PTXAS[0] && access(GPUEXT_PTXAS, X_OK) == 0) {
+		for (int i = 0; i < 2; i++) {
+			char cmd[2048];
+
+			snprintf(cmd, sizeof(cmd), "'%s' -arch=sm_90 '%s/jit-%d.ptx' -o '%s/jit-%d.cubin'",
+				 GPUEXT_PTXAS, tmp, i, tmp, i);
+			CHECK_EQ_INT(system(cmd), 0);
+		}
+	} else {
+		fprintf(stderr, "test_nv_preload: no ptxas: the spliced PTX is not assembled\n");
+	}
+
+	/* 2. Warm cache: the same modules load as cached cubins, no JIT. */
+	run_app(dir, cache, tmp, false, NULL, NULL, &run);
+	CHECK(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
+	CHECK_STR_CONTAINS(run.log, "modload cubin spliced=1");
+	CHECK_EQ_INT(count_lines(run.log, "jit "), 0);
+	run_free(&run);
+
+	/* 3. No GPUEXT_TRACE_DIR: one line, everything passes through. */
+	run_app(NULL, cache, tmp, false, NULL, NULL, &run);
+	CHECK(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
+	CHECK_STR_CONTAINS(run.err, "GPUEXT_TRACE_DIR is not set");
+	CHECK_EQ_INT(count_lines(run.err, "\n"), 1);
+	CHECK_STR_CONTAINS(run.log, "modload ptx spliced=0");
+	CHECK_STR_CONTAINS(run.log, "launch_ex_private other_kernel 3 32");
+	CHECK_STR_CONTAINS(run.out, "table no");
+	CHECK_STR_CONTAINS(run.out, "rtld_next ok");
+	run_free(&run);
+
+	/* 4. A directory without a pack: one clear line, pass through. */
+	run_app(bad, cache, tmp, false, NULL, NULL, &run);
+	CHECK(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
+	CHECK_STR_CONTAINS(run.err, "cannot use the probe pack");
+	CHECK_EQ_INT(count_lines(run.err, "\n"), 1);
+	CHECK_STR_CONTAINS(run.log, "modload ptx spliced=0");
+	run_free(&run);
+
+	/* 5. The JIT fails (fresh cache): original modules, loudly, and error: in kernels.txt. */
+	snprintf(cache, sizeof(cache), "%s/cache2", tmp);
+	run_app(dir, cache, tmp, true, NULL, NULL, &run);
+	CHECK(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
+	CHECK_STR_CONTAINS(run.err, "UNINSTRUMENTED");
+	CHECK_STR_CONTAINS(run.err, "JIT refused");
+	CHECK_STR_CONTAINS(run.log, "modload ptx spliced=0");
+	snprintf(path, sizeof(path), "%s/kernels.txt", dir);
+	txt = slurp(path, NULL);
+	kernel_line(line, sizeof(line), run.pid, "error:jit", "vadd");
+	CHECK_STR_CONTAINS(txt, line);
+	free(txt);
+	run_free(&run);
+out:
+	gpuext_ringbuf_consumer__free(cons);
+	gpuext_runtime__free(rt);
+	if (!getenv("GPUEXT_KEEP_TMP")) {
+		char cmd[700];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+		if (system(cmd) != 0)
+			fprintf(stderr, "could not remove %s\n", tmp);
+	}
+}
+#endif
+
+int main(void)
+{
+	test_entries();
+	test_filter_and_line();
+	test_pick_version();
+	test_fold();
+	test_shm();
+	test_shm_hash();
+#ifdef GPUEXT_NVPROBE_SO
+	test_e2e();
+#else
+	fprintf(stderr, "test_nv_preload: libgpuext-nvprobe.so is not built here (see "
+		"hal/nvidia/nvidia.cmake): end-to-end part skipped\n");
+#endif
+	return test_done("test_nv_preload");
+}

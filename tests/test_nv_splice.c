@@ -1,0 +1,679 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The PTX splicer (hal/nvidia/ptx_splice.c) on real compiler output and on
+ * hand-written edge cases:
+ *
+ *  - the tests/nv/splice CUDA sources compiled at test time with `nvcc --ptx` (vector
+ *    add, tiled GEMM with shared memory, a reduction with divergent
+ *    branches, early returns and a device function, vector/byte/.nc
+ *    accesses, data-dependent exits), for compute_80 and compute_90, plus
+ *    -G (generic accesses, DWARF .section blocks) and -lineinfo (.loc);
+ *  - tests/nv/splice/edge.ptx (comments, nested braces, initializers,
+ *    predicated ret/exit, a .func callee, three entries, .version 7.0);
+ *
+ * each spliced with two packs (the real probes of tests/bpf/probe_all.bpf.c
+ * from gpuext_ptx_probe_emit, warp and per-thread mode, and a hand-written
+ * probe module) and assembled with ptxas for sm_80 and sm_90. Site counts
+ * must equal an independent count of the input's global loads/stores and
+ * exits; the output is deterministic; the kernel filter, a second splice,
+ * malformed PTX (-EINVAL with its line) are checked.
+ *
+ * Exits 77 (skipped) without ptxas; without nvcc only the hand-written
+ * inputs run (said loudly).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "nvprobe.h"
+#include "ptx/ptx.h"
+#include "ptx_splice.h"
+#include "testlib.h"
+
+#define SPLICE_DIR GPUEXT_TEST_DATA_DIR "/nv/splice"
+
+_Static_assert((int)GPUEXT_PTX_PROBE_ENTRY == (int)GX_PROBE_ENTRY &&
+	       (int)GPUEXT_PTX_PROBE_EXIT == (int)GX_PROBE_EXIT &&
+	       (int)GPUEXT_PTX_PROBE_LOAD == (int)GX_PROBE_LOAD &&
+	       (int)GPUEXT_PTX_PROBE_STORE == (int)GX_PROBE_STORE,
+	       "emitter and splicer agree on event numbers");
+_Static_assert(GX_CTX_BYTES == 112 && GX_CTX_ARGS == 104 && GX_CTX_GPU == 100, "ctx layout");
+
+static struct test_log logbuf;
+static char ptxas[1024], nvcc[1024], tmpdir[64];
+
+/* A probe module written by hand: each probe counts its calls in a global. */
+static const char hand_probes[] =
+	"// gpuext-ptx-version 7.8\n"
+	"// gpuext-ptx-target sm_75\n"
+	".visible .global .align 8 .u64 gpuext_test_calls[4];\n"
+	".visible .func gpuext_probe_entry(.param .b64 gpuext_probe_entry_param_0)\n"
+	"{\n\t.reg .b64 %rd<3>;\n\tld.param.u64 %rd1, [gpuext_probe_entry_param_0];\n"
+	"\tld.u64 %rd2, [%rd1];\n\tatom.global.add.u64 %rd2, [gpuext_test_calls], 1;\n\tret;\n}\n"
+	".visible .func gpuext_probe_exit(.param .b64 gpuext_probe_exit_param_0)\n"
+	"{\n\t.reg .b64 %rd<2>;\n\tatom.global.add.u64 %rd1, [gpuext_test_calls+8], 1;\n\tret;\n}\n"
+	".visible .func gpuext_probe_load(.param .b64 gpuext_probe_load_param_0)\n"
+	"{\n\t.reg .b64 %rd<3>;\n\tld.param.u64 %rd1, [gpuext_probe_load_param_0];\n"
+	"\tld.u64 %rd2, [%rd1+16];\n\tatom.global.add.u64 %rd2, [gpuext_test_calls+16], %rd2;\n"
+	"\tret;\n}\n"
+	".visible .func gpuext_probe_store(.param .b64 gpuext_probe_store_param_0)\n"
+	"{\n\t.reg .b64 %rd<2>;\n\tatom.global.add.u64 %rd1, [gpuext_test_calls+24], 1;\n\tret;\n}\n";
+
+static char *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+		buf = malloc((size_t)n + 1);
+		if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+			free(buf);
+			buf = NULL;
+		}
+		if (buf) {
+			buf[n] = '\0';
+			if (len)
+				*len = (size_t)n;
+		}
+	}
+	fclose(f);
+	return buf;
+}
+
+static int run_cmd(const char *cmd, char *out, size_t out_len)
+{
+	FILE *p = popen(cmd, "r");
+	size_t n = 0;
+	int st;
+
+	if (!p)
+		return -1;
+	n = fread(out, 1, out_len - 1, p);
+	out[n] = '\0';
+	st = pclose(p);
+	return st == -1 || !WIFEXITED(st) ? -1 : WEXITSTATUS(st);
+}
+
+static bool assemble(const char *text, size_t len, const char *sm, const char *what)
+{
+	char path[128], cmd[1400], out[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/spliced.ptx", tmpdir);
+	f = fopen(path, "w");
+	if (!f || fwrite(text, 1, len, f) != len) {
+		if (f)
+			fclose(f);
+		return false;
+	}
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "'%s' -arch=%s -o /dev/null '%s' 2>&1", ptxas, sm, path);
+	if (run_cmd(cmd, out, sizeof(out))) {
+		fprintf(stderr, "%s: ptxas -arch=%s failed:\n%s\n", what, sm, out);
+		if (getenv("GPUEXT_TEST_VERBOSE"))
+			fprintf(stderr, "%s\n", text);
+		return false;
+	}
+	return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* An independent count of the sites: line by line, no statement parser */
+/* ------------------------------------------------------------------ */
+
+struct counts {
+	unsigned kernels, loads, stores, exits;
+};
+
+static bool has_space(const char *op, const char *space)
+{
+	const char *p = strstr(op, space);
+	size_t n = strlen(space);
+
+	return p && (p[n] == '.' || p[n] == ':' || p[n] == '\0');
+}
+
+static void count_sites(const char *ptx, const char *only_kernel, struct counts *c)
+{
+	bool in_comment = false, in_entry = false, counting = false;
+	int depth = 0;
+
+	memset(c, 0, sizeof(*c));
+	for (const char *l = ptx; *l;) {
+		const char *nl = strchr(l, '\n');
+		size_t n = nl ? (size_t)(nl - l) : strlen(l);
+		char line[1024], op[128];
+		char *p = line, *cm;
+
+		if (n >= sizeof(line))
+			n = sizeof(line) - 1;
+		memcpy(line, l, n);
+		line[n] = '\0';
+		l = nl ? nl + 1 : l + n;
+		/* comments */
+		if (in_comment) {
+			cm = strstr(line, "*/");
+			if (!cm)
+				continue;
+			memmove(line, cm + 2, strlen(cm + 2) + 1);
+			in_comment = false;
+		}
+		if ((cm = strstr(line, "//")))
+			*cm = '\0';
+		if ((cm = strstr(line, "/*"))) {
+			in_comment = !strstr(cm, "*/");
+			*cm = '\0';
+		}
+		if (!in_entry && strstr(line, ".entry ")) {
+			char *name = strstr(line, ".entry ") + 7;
+
+			in_entry = true;
+			c->kernels++;
+			counting = !only_kernel || !strncmp(name, only_kernel, strlen(only_kernel));
+		}
+		for (char *q = line; *q; q++) {
+			if (*q == '{' && !(q > line && strchr(",", q[-1])) && !strchr(line, '['))
+				depth++;
+			if (*q == '}' && depth > 0 && !strchr(line, '[')) {
+				if (--depth == 0)
+					in_entry = false;
+			}
+		}
+		if (!in_entry || !counting)
+			continue;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p == '@') {
+			while (*p && *p != ' ' && *p != '\t')
+				p++;
+			while (*p == ' ' || *p == '\t')
+				p++;
+		}
+		sscanf(p, "%127s", op);
+		if (!*p)
+			continue;
+		if (!strcmp(op, "ret;") || !strcmp(op, "ret") || !strncmp(op, "ret.", 4) ||
+		    !strcmp(op, "exit;") || !strcmp(op, "exit")) {
+			c->exits++;
+			continue;
+		}
+		if (strncmp(op, "ld.", 3) && strncmp(op, "ldu.", 4) && strncmp(op, "st.", 3))
+			continue;
+		if (has_space(op, ".shared") || has_space(op, ".local") || has_space(op, ".param") ||
+		    has_space(op, ".const") || strstr(op, ".async") || strstr(op, ".bulk"))
+			continue;
+		if (op[0] == 'l')
+			c->loads++;
+		else
+			c->stores++;
+	}
+}
+
+static unsigned count_str(const char *t, const char *s)
+{
+	unsigned n = 0;
+
+	for (const char *p = strstr(t, s); p; p = strstr(p + 1, s))
+		n++;
+	return n;
+}
+
+/* ------------------------------------------------------------------ */
+
+struct pack_case {
+	const char *name;
+	struct gx_pack pack;
+};
+
+static unsigned spliced_inputs, assembled_outputs;
+
+/*
+ * Splices @ptx with @pc, checks the counts against the independent count,
+ * determinism, and assembles for @sms.
+ */
+static void splice_one(const char *what, const char *ptx, size_t len, const struct pack_case *pc,
+		       const char *const *sms, int nsms)
+{
+	struct gx_splice_stats st, st2;
+	struct counts c;
+	char err[256], label[256], *out = NULL, *out2 = NULL;
+	size_t olen = 0, olen2 = 0;
+	int rc;
+
+	snprintf(label, sizeof(label), "%s + %s", what, pc->name);
+	count_sites(ptx, NULL, &c);
+	rc = gx_ptx_splice(ptx, len, &pc->pack, &out, &olen, &st, err, sizeof(err));
+	CHECK_EQ_INT(rc, 0);
+	if (rc) {
+		fprintf(stderr, "%s: %s\n", label, err);
+		return;
+	}
+	spliced_inputs++;
+	CHECK_EQ_U64(olen, strlen(out));
+	CHECK_EQ_INT(st.kernels, c.kernels);
+	CHECK_EQ_INT(st.instrumented, c.kernels);
+	CHECK_EQ_INT(st.entry_sites, c.kernels);
+	CHECK_EQ_INT(st.exit_sites, c.exits);
+	CHECK_EQ_INT(st.load_sites, c.loads);
+	CHECK_EQ_INT(st.store_sites, c.stores);
+	if (st.load_sites != c.loads || st.store_sites != c.stores || st.exit_sites != c.exits)
+		fprintf(stderr, "%s: spliced %u/%u/%u, counted %u/%u/%u (loads/stores/exits)\n",
+			label, st.load_sites, st.store_sites, st.exit_sites, c.loads, c.stores,
+			c.exits);
+	/* Every site is one call in the output. */
+	CHECK_EQ_INT(count_str(out, "call gpuext_probe_entry,"), st.entry_sites);
+	CHECK_EQ_INT(count_str(out, "call gpuext_probe_exit,"), st.exit_sites);
+	CHECK_EQ_INT(count_str(out, "call gpuext_probe_load,"), st.load_sites);
+	CHECK_EQ_INT(count_str(out, "call gpuext_probe_store,"), st.store_sites);
+	/* Kernel ids are gx_kernel_id() of the names, as immediates. */
+	CHECK_EQ_INT(count_str(out, "// gpuext: probe context"), c.kernels);
+	/* Deterministic. */
+	rc = gx_ptx_splice(ptx, len, &pc->pack, &out2, &olen2, &st2, err, sizeof(err));
+	CHECK(!rc && olen2 == olen && !memcmp(out, out2, olen));
+	free(out2);
+	/* Spliced twice: refused, not doubled. */
+	out2 = NULL;
+	CHECK_EQ_INT(gx_ptx_splice(out, olen, &pc->pack, &out2, &olen2, NULL, err, sizeof(err)),
+		     -EEXIST);
+	CHECK(!out2);
+	for (int i = 0; i < nsms; i++) {
+		char l2[300];
+
+		snprintf(l2, sizeof(l2), "%s [%s]", label, sms[i]);
+		test_checks++;
+		if (assemble(out, olen, sms[i], l2))
+			assembled_outputs++;
+		else
+			test_fail(__FILE__, __LINE__, "%s: spliced PTX does not assemble", l2);
+	}
+	free(out);
+}
+
+/* Generates PTX for @cu with nvcc; NULL (and a failure) if nvcc fails. */
+static char *nvcc_ptx(const char *cu, const char *arch, const char *flags, size_t *len)
+{
+	char cmd[2048], out[4096], path[256];
+	char *ptx;
+
+	snprintf(path, sizeof(path), "%s/%s-%s.ptx", tmpdir, cu, arch);
+	snprintf(cmd, sizeof(cmd), "'%s' --ptx -arch=%s %s -o '%s' '%s/%s.cu' 2>&1", nvcc, arch,
+		 flags, path, SPLICE_DIR, cu);
+	if (run_cmd(cmd, out, sizeof(out))) {
+		test_fail(__FILE__, __LINE__, "nvcc failed on %s.cu: %s", cu, out);
+		return NULL;
+	}
+	ptx = read_file(path, len);
+	unlink(path);
+	return ptx;
+}
+
+static void test_inputs(struct pack_case *packs, int npacks)
+{
+	static const char *const cus[] = { "vadd", "gemm", "reduce", "vecmem", "predexit" };
+	static const char *const both[] = { "sm_80", "sm_90" };
+	static const char *const only90[] = { "sm_90" };
+	size_t len;
+	char *ptx;
+
+	/* The hand-written module: its known counts first (the counter's own check). */
+	ptx = read_file(SPLICE_DIR "/edge.ptx", &len);
+	CHECK(ptx);
+	if (ptx) {
+		struct counts c;
+
+		count_sites(ptx, NULL, &c);
+		CHECK_EQ_INT(c.kernels, 3);
+		CHECK_EQ_INT(c.loads, 7);
+		CHECK_EQ_INT(c.stores, 8);
+		CHECK_EQ_INT(c.exits, 5);
+		for (int p = 0; p < npacks; p++)
+			splice_one("edge.ptx", ptx, len, &packs[p], both, 2);
+		free(ptx);
+	}
+	if (!nvcc[0]) {
+		printf("test_nv_splice: nvcc not found: the nvcc-generated inputs are NOT checked\n");
+		return;
+	}
+	for (size_t i = 0; i < sizeof(cus) / sizeof(cus[0]); i++) {
+		for (int a = 0; a < 2; a++) {
+			char what[128];
+
+			ptx = nvcc_ptx(cus[i], a ? "compute_90" : "compute_80", "", &len);
+			if (!ptx)
+				continue;
+			snprintf(what, sizeof(what), "%s.cu (%s)", cus[i], a ? "compute_90" : "compute_80");
+			for (int p = 0; p < npacks; p++)
+				splice_one(what, ptx, len, &packs[p], a ? only90 : both, a ? 1 : 2);
+			free(ptx);
+		}
+	}
+	/* -G: generic accesses everywhere, DWARF sections; -lineinfo: .loc lines. */
+	ptx = nvcc_ptx("reduce", "compute_80", "-G", &len);
+	if (ptx) {
+		CHECK_STR_CONTAINS(ptx, ".section");
+		for (int p = 0; p < npacks; p++)
+			splice_one("reduce.cu -G", ptx, len, &packs[p], both, 2);
+		free(ptx);
+	}
+	ptx = nvcc_ptx("gemm", "compute_80", "-lineinfo", &len);
+	if (ptx) {
+		CHECK_STR_CONTAINS(ptx, ".loc");
+		for (int p = 0; p < npacks; p++)
+			splice_one("gemm.cu -lineinfo", ptx, len, &packs[p], both, 2);
+		free(ptx);
+	}
+}
+
+/* What the splicer writes, checked on the hand-written module. */
+static void test_details(const struct gx_pack *hand)
+{
+	struct gx_splice_stats st;
+	struct gx_pack pk = *hand;
+	char err[256], *out = NULL, *ptx, id[64];
+	size_t len = 0, olen = 0;
+
+	ptx = read_file(SPLICE_DIR "/edge.ptx", &len);
+	if (!ptx) {
+		CHECK(ptx);
+		return;
+	}
+	CHECK_EQ_INT(gx_ptx_splice(ptx, len, &pk, &out, &olen, &st, err, sizeof(err)), 0);
+	if (out) {
+		const char *e1 = strstr(out, ".visible .entry edge_one("), *lbl;
+
+		/* .version 7.0 raised to what the probes ask for (7.8). */
+		CHECK_STR_CONTAINS(out, ".version 7.8\n.target sm_75");
+		CHECK(!strstr(out, ".version 7.0"));
+		/* Prototypes and the gpu id global before the first function. */
+		CHECK(strstr(out, ".visible .func gpuext_probe_load(.param .b64 "
+			      "gpuext_probe_load_param_0);") < strstr(out, ".func (.param .b32 "
+								      "func_retval0) helper("));
+		CHECK_EQ_INT(count_str(out, ".visible .global .align 4 .u32 gpuext_rt_gpu_id;"), 1);
+		/* The kernel id immediate. */
+		snprintf(id, sizeof(id), "mov.u64 %%gxs_d, %llu;",
+			 (unsigned long long)gx_kernel_id("edge_one", 8));
+		CHECK_STR_CONTAINS(out, id);
+		/* The entry probe runs before the kernel's first label. */
+		lbl = e1 ? strstr(e1, "$L_top:") : NULL;
+		CHECK(e1 && lbl && strstr(e1, "call gpuext_probe_entry,") < lbl);
+		/* args: the first parameter's generic address (sm_75 >= sm_70). */
+		CHECK_STR_CONTAINS(out, "mov.u64 %gxs_d, edge_one_param_0;\n"
+				   "\tcvta.param.u64 %gxs_d, %gxs_d;");
+		/* edge_two has no parameter: args = 0. */
+		CHECK_STR_CONTAINS(strstr(out, "edge_two()"), "st.local.u64 [gxs_ctx+104], 0;");
+		/* A predicated ret: the probe is skipped when the predicate is false. */
+		CHECK_STR_CONTAINS(out, "\t@!%p1 bra $gxs_L");
+		CHECK_STR_CONTAINS(out, "\t@!%p2 bra $gxs_L");
+		/* The address before the load that overwrites its register, offset kept. */
+		CHECK_STR_CONTAINS(out, "mov.b64 %gxs_a, %rd4;\n\tadd.s64 %gxs_a, %gxs_a, -4;");
+		CHECK_STR_CONTAINS(out, "mov.u64 %gxs_a, table;\n\tcvta.global.u64 %gxs_a, %gxs_a;\n"
+				   "\tadd.s64 %gxs_a, %gxs_a, 4;");
+		/* Store values: a byte of a 16-bit and of a 32-bit register, immediates. */
+		CHECK_STR_CONTAINS(out, "mov.b16 %gxs_h, %rs1;\n\tcvt.u64.u16 %gxs_v, %gxs_h;\n"
+				   "\tand.b64 %gxs_v, %gxs_v, 255;");
+		CHECK_STR_CONTAINS(out, "mov.b32 %gxs_r0, %r4;\n\tcvt.u64.u32 %gxs_v, %gxs_r0;\n"
+				   "\tand.b64 %gxs_v, %gxs_v, 255;");
+		CHECK_STR_CONTAINS(out, "mov.u64 %gxs_v, 7;");
+		CHECK_STR_CONTAINS(out, "mov.u64 %gxs_v, 1065353216;");
+		/* Vector store: first element, 16 bytes. */
+		CHECK_STR_CONTAINS(out, "\t@%p1 bra $gxs_L2;\n\tmov.b64 %gxs_a, %rd2;\n"
+				   "\tadd.s64 %gxs_a, %gxs_a, 16;\n\tmov.b32 %gxs_r0, %r3;\n"
+				   "\tcvt.u64.u32 %gxs_v, %gxs_r0;\n"
+				   "\t@!%p1 st.global.v4.u32 [%rd2+16], {%r3, %r4, %r5, %r2};\n"
+				   "\tst.local.u64 [gxs_ctx+16], %gxs_a;\n\tst.local.u64 [gxs_ctx+24], "
+				   "%gxs_v;\n\tst.local.u32 [gxs_ctx+32], 16;");
+		/* Generic accesses are probed only when global. */
+		CHECK_EQ_INT(count_str(out, "isspacep.global %gxs_q, %gxs_a;"), 2);
+		/* The callee is left alone. */
+		CHECK_STR_CONTAINS(out, "\tld.global.u32 %r1, [%rd1];\t// a callee: not instrumented\n"
+				   "\tadd.s32 %r2, %r1, 1;");
+		CHECK_EQ_INT(st.load_sites, 7);
+		CHECK_EQ_INT(st.store_sites, 8);
+		CHECK_EQ_INT(st.exit_sites, 5);
+		free(out);
+		out = NULL;
+	}
+	/* Only some events: only their sites. */
+	pk.events = 1u << GX_PROBE_ENTRY | 1u << GX_PROBE_EXIT;
+	CHECK_EQ_INT(gx_ptx_splice(ptx, len, &pk, &out, &olen, &st, err, sizeof(err)), 0);
+	CHECK_EQ_INT(st.entry_sites, 3);
+	CHECK_EQ_INT(st.exit_sites, 5);
+	CHECK_EQ_INT(st.load_sites + st.store_sites, 0);
+	if (out) {
+		CHECK(!strstr(out, "call gpuext_probe_load") && !strstr(out, "call gpuext_probe_store"));
+		CHECK(!strstr(out, ".visible .func gpuext_probe_load(.param .b64 "
+			      "gpuext_probe_load_param_0);"));
+		CHECK_STR_CONTAINS(out, ".visible .func gpuext_probe_exit(.param .b64 "
+				   "gpuext_probe_exit_param_0);");
+		test_checks++;
+		if (!assemble(out, olen, "sm_80", "edge.ptx entry+exit"))
+			test_fail(__FILE__, __LINE__, "entry/exit-only splice does not assemble");
+		free(out);
+		out = NULL;
+	}
+	/* The kernel filter: a glob over names. */
+	pk = *hand;
+	snprintf(pk.kernel_filter, sizeof(pk.kernel_filter), "edge_t*");
+	CHECK_EQ_INT(gx_ptx_splice(ptx, len, &pk, &out, &olen, &st, err, sizeof(err)), 0);
+	CHECK_EQ_INT(st.kernels, 3);
+	CHECK_EQ_INT(st.instrumented, 2);
+	CHECK_EQ_INT(st.entry_sites, 2);
+	CHECK_EQ_INT(st.exit_sites, 2);
+	CHECK_EQ_INT(st.load_sites, 1);
+	CHECK_EQ_INT(st.store_sites, 1);
+	if (out) {
+		const char *e1 = strstr(out, ".visible .entry edge_one(");
+
+		CHECK(e1 && strstr(e1, ".visible .entry edge_two") &&
+		      !memmem(e1, (size_t)(strstr(e1, ".visible .entry edge_two") - e1), "gxs_", 4));
+		free(out);
+		out = NULL;
+	}
+	snprintf(pk.kernel_filter, sizeof(pk.kernel_filter), "nothing_*");
+	CHECK_EQ_INT(gx_ptx_splice(ptx, len, &pk, &out, &olen, &st, err, sizeof(err)), 0);
+	CHECK_EQ_INT(st.instrumented, 0);
+	CHECK(out && olen == len && !memcmp(out, ptx, len));
+	free(out);
+	out = NULL;
+	/* Our prefix avoids the module's names: a module already using gxs_ gets gxs1_. */
+	{
+		size_t l2 = len + 64;
+		char *p2 = malloc(l2 + 1);
+
+		if (p2) {
+			snprintf(p2, l2 + 1, "%s\n// gxs_ appears here\n", ptx);
+			pk = *hand;
+			CHECK_EQ_INT(gx_ptx_splice(p2, strlen(p2), &pk, &out, &olen, &st, err,
+						   sizeof(err)), 0);
+			CHECK(out && strstr(out, "%gxs1_d") && strstr(out, "gxs1_ctx"));
+			free(out);
+			out = NULL;
+			free(p2);
+		}
+	}
+	/* An old module (.version 6.0, sm_52): raised to the pack's 7.8 and sm_75. */
+	{
+		static const char old[] =
+			"// an sm_52 module\n.version 6.0\n.target sm_52\n.address_size 64\n\n"
+			".visible .entry old_k(.param .u64 old_k_p)\n{\n\t.reg .b64 %rd<3>;\n"
+			"\t.reg .b32 %r<2>;\n\tld.param.u64 %rd1, [old_k_p];\n"
+			"\tcvta.to.global.u64 %rd2, %rd1;\n\tld.global.u32 %r1, [%rd2];\n"
+			"\tst.global.u32 [%rd2+4], %r1;\n\tret;\n}\n";
+
+		pk = *hand;
+		CHECK_EQ_INT(gx_ptx_splice(old, sizeof(old) - 1, &pk, &out, &olen, &st, err,
+					   sizeof(err)), 0);
+		if (out) {
+			CHECK_STR_CONTAINS(out, "// an sm_52 module\n.version 7.8\n"
+					   ".target sm_75\n.address_size 64\n");
+			CHECK_STR_CONTAINS(out, "cvta.param.u64 %gxs_d, %gxs_d;");
+			CHECK_EQ_INT(st.load_sites + st.store_sites + st.exit_sites, 3);
+			test_checks++;
+			if (!assemble(out, olen, "sm_80", "old module"))
+				test_fail(__FILE__, __LINE__, "the raised sm_52 module does not assemble");
+			free(out);
+			out = NULL;
+		}
+	}
+	free(ptx);
+}
+
+static void expect_einval(const char *what, const char *ptx, const char *msg)
+{
+	struct gx_pack pk = { .events = 0xf, .ptx = (char *)hand_probes,
+			      .ptx_len = sizeof(hand_probes) - 1 };
+	char err[256] = "", *out = NULL;
+	size_t olen = 5;
+
+	CHECK_EQ_INT(gx_ptx_splice(ptx, strlen(ptx), &pk, &out, &olen, NULL, err, sizeof(err)),
+		     -EINVAL);
+	CHECK(!out && olen == 0);
+	test_checks++;
+	if (strncmp(err, msg, strlen(msg)))
+		test_fail(__FILE__, __LINE__, "%s: error \"%s\", want it to start \"%s\"", what, err,
+			  msg);
+}
+
+static void test_malformed(void)
+{
+#define HDR ".version 8.0\n.target sm_80\n.address_size 64\n"
+	expect_einval("no .version", ".target sm_80\n.address_size 64\n.visible .entry k()\n"
+		      "{\n\tret;\n}\n", "line 3: function k before the .version");
+	expect_einval("no closing brace", HDR "\n.visible .entry k()\n{\n\tret;\n",
+		      "line 5: body of k does not end");
+	expect_einval("missing ';'", HDR ".visible .entry k()\n{\n\t.reg .b32 %r1;\n"
+		      "\tmov.u32 %r1, 1\n}\n", "line 7: '}' inside a statement");
+	expect_einval("open comment", HDR "/* never closed\n.visible .entry k()\n{\n\tret;\n}\n",
+		      "line 4: unterminated /* comment");
+	expect_einval("instruction at top level", HDR "mov.u32 %r1, 1;\n",
+		      "line 4: instruction outside a function");
+	expect_einval("stray brace", HDR "}\n", "line 4: '}' outside a function");
+	expect_einval("bad address", HDR ".visible .entry k(.param .u64 p)\n{\n"
+		      "\t.reg .b32 %r<2>;\n\t.reg .b64 %rd<2>;\n\tld.global.u32 %r1, %rd1;\n"
+		      "\tret;\n}\n", "line 8: ld.global.u32: cannot read the address operand '%rd1'");
+	expect_einval("unterminated string", HDR ".file 1 \"a.cu\n.visible .entry k()\n{\n}\n",
+		      "line 4: unterminated string");
+	expect_einval("bad version", ".version eight\n.target sm_80\n", "line 1: bad .version");
+	expect_einval("32-bit module", ".version 8.0\n.target sm_80\n.address_size 32\n",
+		      "line 3: only 64-bit modules");
+	expect_einval("not PTX", "hello world\n", "line 1: statement \"hello world\" does not end");
+	{
+		struct gx_pack pk = { .events = 0xf };
+		char err[128], *out = NULL;
+		size_t olen;
+
+		/* A pack claiming probes without their PTX. */
+		CHECK_EQ_INT(gx_ptx_splice(HDR, strlen(HDR), &pk, &out, &olen, NULL, err, sizeof(err)),
+			     -EINVAL);
+		CHECK_STR_CONTAINS(err, "no probe PTX");
+		CHECK_EQ_INT(gx_ptx_splice(NULL, 0, &pk, &out, &olen, NULL, err, sizeof(err)),
+			     -EINVAL);
+	}
+#undef HDR
+}
+
+static bool find_tool(char *out, size_t len, const char *env, const char *def)
+{
+	const char *p = getenv(env);
+
+	if (!p || !*p)
+		p = def;
+	if (!p || !*p || strstr(p, "NOTFOUND") || access(p, X_OK)) {
+		out[0] = '\0';
+		return false;
+	}
+	snprintf(out, len, "%s", p);
+	return true;
+}
+
+int main(void)
+{
+	struct pack_case packs[3];
+	int npacks = 0;
+	struct gpuext_runtime *rt = NULL;
+	struct gpuext_object *obj = NULL;
+	char *emitted[2] = { NULL, NULL };
+
+	if (!find_tool(ptxas, sizeof(ptxas), "GPUEXT_PTXAS", GPUEXT_PTXAS)) {
+		printf("test_nv_splice: SKIP: ptxas not found (GPUEXT_PTXAS): spliced PTX cannot be "
+		       "checked; install the CUDA toolkit (/usr/local/cuda/bin/ptxas) and re-run cmake\n");
+		return 77;
+	}
+	find_tool(nvcc, sizeof(nvcc), "GPUEXT_NVCC", GPUEXT_NVCC);
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/gpuext-splice-XXXXXX");
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+
+	memset(packs, 0, sizeof(packs));
+	packs[npacks].name = "hand-written probes";
+	packs[npacks].pack.events = 0xf;
+	packs[npacks].pack.ptx = (char *)hand_probes;
+	packs[npacks].pack.ptx_len = sizeof(hand_probes) - 1;
+	npacks++;
+	/* The real probes, both modes. */
+	{
+		GPUEXT_OPTS(gpuext_runtime_opts, ro, .print = test_log_print, .print_user = &logbuf);
+
+		if (!gpuext_runtime__new(&ro, &rt))
+			gpuext_object__open_file(rt, GPUEXT_TEST_BPF_DIR "/probe_all.bpf.o", NULL, &obj);
+		CHECK(obj);
+	}
+	for (int m = 0; obj && m < 2; m++) {
+		const char *sm = getenv("GPUEXT_SPLICE_SM") ? getenv("GPUEXT_SPLICE_SM") : "sm_80";
+		uint32_t ev = 0;
+		size_t len = 0;
+
+		CHECK_EQ_INT(gpuext_ptx_probe_emit(obj, sm, m == 1, &ev, &emitted[m], &len), 0);
+		if (!emitted[m])
+			continue;
+		/* GPUEXT_SPLICE_DUMP=DIR: keep the probe text, e.g. to run spliced modules on a GPU. */
+		if (getenv("GPUEXT_SPLICE_DUMP")) {
+			char path[512];
+			FILE *f;
+
+			snprintf(path, sizeof(path), "%s/probe_all-%s.ptx", getenv("GPUEXT_SPLICE_DUMP"),
+				 m ? "thread" : "warp");
+			f = fopen(path, "w");
+			if (f) {
+				fwrite(emitted[m], 1, len, f);
+				fclose(f);
+			}
+			for (size_t i = 0; i < gpuext_object__map_cnt(obj); i++)
+				printf("probe_all map %zu: %s\n", i,
+				       gpuext_map__name(gpuext_object__map(obj, i)));
+		}
+		packs[npacks].name = m ? "probe_all (per-thread)" : "probe_all (warp)";
+		packs[npacks].pack.events = ev;
+		packs[npacks].pack.per_thread = m == 1;
+		packs[npacks].pack.ptx = emitted[m];
+		packs[npacks].pack.ptx_len = len;
+		npacks++;
+	}
+
+	test_inputs(packs, npacks);
+	test_details(&packs[0].pack);
+	test_malformed();
+	printf("test_nv_splice: %u splices, %u ptxas runs passed (packs: %d)\n", spliced_inputs,
+	       assembled_outputs, npacks);
+
+	free(emitted[0]);
+	free(emitted[1]);
+	gpuext_object__close(obj);
+	gpuext_runtime__free(rt);
+	{
+		char path[128];
+
+		snprintf(path, sizeof(path), "%s/spliced.ptx", tmpdir);
+		unlink(path);
+		rmdir(tmpdir);
+	}
+	return test_done("test_nv_splice");
+}

@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * gpuext trace without a GPU (tools/gpuext/trace_lib.c): argument parsing,
+ * log2 histogram maths, pairing launches with first-block starts, SM
+ * imbalance, kernels.txt, the memtrace -> simulator trace conversion (read
+ * back through the simulator's own validating reader), and the pack built
+ * from the real tools/probes objects.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sim/trace_io.h"
+#include "testlib.h"
+#include "trace_lib.h"
+
+static int parse(struct trace_opts *o, char *err, size_t n, int argc, ...)
+{
+	static char *argv[32];
+	va_list ap;
+
+	va_start(ap, argc);
+	for (int i = 0; i < argc; i++)
+		argv[i] = va_arg(ap, char *);
+	va_end(ap);
+	argv[argc] = NULL;
+	return trace_parse_args(argc, argv, o, err, n);
+}
+
+static void test_args(void)
+{
+	struct trace_opts o;
+	char err[256];
+
+	CHECK_EQ_INT(parse(&o, err, sizeof(err), 4, "trace", "threadhist", "--", "./app"), 0);
+	CHECK(!strcmp(o.tool, "threadhist"));
+	CHECK_EQ_INT(o.app_argc, 1);
+	CHECK(!strcmp(o.app_argv[0], "./app"));
+	CHECK_EQ_INT(o.per_thread, -1);
+	CHECK_EQ_INT(o.interval_ms, 1000);
+
+	/* Options before and after the tool; the app's own options are the app's. */
+	CHECK_EQ_INT(parse(&o, err, sizeof(err), 13, "trace", "--kernel", "*gemm*", "memtrace",
+			   "--per-thread", "--out", "t.txt", "--interval", "250", "--", "./app",
+			   "--per-warp", "-x"), 0);
+	CHECK(!strcmp(o.tool, "memtrace"));
+	CHECK(!strcmp(o.kernel_glob, "*gemm*"));
+	CHECK_EQ_INT(o.per_thread, 1);
+	CHECK(!strcmp(o.out, "t.txt"));
+	CHECK_EQ_INT(o.interval_ms, 250);
+	CHECK_EQ_INT(o.app_argc, 3);
+	CHECK(!strcmp(o.app_argv[1], "--per-warp"));
+
+	CHECK_EQ_INT(parse(&o, err, sizeof(err), 2, "trace", "--list"), 0);
+	CHECK(o.list);
+	CHECK_EQ_INT(parse(&o, err, sizeof(err), 2, "trace", "--help"), 0);
+	CHECK(o.help);
+
+	CHECK_EQ_INT(parse(&o, err, sizeof(err), 2, "trace", "threadhist"), -EINVAL);
+	CHECK_STR_CONTAINS(err, "after '--'");
+	CHECK_EQ_INT(parse(&o, err, sizeof(err), 3, "trace", "--", "./app"), -EINVAL);
+	CHECK_STR_CONTAINS(err, "name a tool");
+	CHECK_EQ_INT(parse(&o, err, sizeof(err), 5, "trace", "threadhist", "./app", "--", "x"), -EINVAL);
+	CHECK_STR_CONTAINS(err, "unexpected './app'");
+	CHECK_EQ_INT(parse(&o, err, sizeof(err), 6, "trace", "--per-thread", "--per-warp", "t", "--", "a"),
+		     -EINVAL);
+	CHECK_STR_CONTAINS(err, "exclude each other");
+	CHECK_EQ_INT(parse(&o, err, sizeof(err), 6, "trace", "--interval", "-5", "t", "--", "a"), -EINVAL);
+	CHECK_STR_CONTAINS(err, "--interval '-5'");
+	CHECK_EQ_INT(parse(&o, err, sizeof(err), 5, "trace", "--bogus", "t", "--", "a"), -EINVAL);
+	CHECK_STR_CONTAINS(err, "unknown option '--bogus'");
+	CHECK_EQ_INT(parse(&o, err, sizeof(err), 4, "trace", "t", "--sm", "90"), -EINVAL);
+	CHECK_STR_CONTAINS(err, "sm_80");
+	CHECK_EQ_INT(parse(&o, err, sizeof(err), 3, "trace", "t", "--pack-only"), -EINVAL);
+	CHECK_STR_CONTAINS(err, "--dir");
+	CHECK_EQ_INT(parse(&o, err, sizeof(err), 5, "trace", "t", "--pack-only", "--dir", "d"), 0);
+	CHECK(o.pack_only);
+}
+
+static void test_hist(void)
+{
+	struct trace_hist h = { 0 };
+	uint64_t dev[GX_KDUR_BUCKETS] = { 0 };
+	char buf[32];
+
+	CHECK_EQ_INT(trace_log2(0), 0);
+	CHECK_EQ_INT(trace_log2(1), 0);
+	CHECK_EQ_INT(trace_log2(2), 1);
+	CHECK_EQ_INT(trace_log2(1023), 9);
+	CHECK_EQ_INT(trace_log2(1024), 10);
+	CHECK_EQ_INT(trace_log2(UINT64_MAX), 63);
+	/* 90 values in [1024, 2048), 10 in [1 Mi, 2 Mi). */
+	for (int i = 0; i < 90; i++)
+		trace_hist_add(&h, 1024 + (uint64_t)i);
+	for (int i = 0; i < 10; i++)
+		trace_hist_add(&h, (1u << 20) + (uint64_t)i);
+	CHECK_EQ_U64(h.n, 100);
+	CHECK_EQ_U64(h.b[10], 90);
+	CHECK_EQ_U64(h.b[20], 10);
+	CHECK_EQ_U64(h.min, 1024);
+	CHECK_EQ_U64(h.max, (1u << 20) + 9);
+	CHECK_EQ_U64(trace_hist_quantile(&h, 0.5), 2048);
+	CHECK_EQ_U64(trace_hist_quantile(&h, 0.90), 2048);
+	CHECK_EQ_U64(trace_hist_quantile(&h, 0.91), 2u << 20);
+	CHECK_EQ_U64(trace_hist_quantile(&h, 1.0), 2u << 20);
+
+	/* The device's buckets (kerneldur) add in as bucket lower bounds. */
+	memset(&h, 0, sizeof(h));
+	dev[3] = 4;
+	dev[12] = 1;
+	trace_hist_add_buckets(&h, dev, GX_KDUR_BUCKETS);
+	CHECK_EQ_U64(h.n, 5);
+	CHECK_EQ_U64(h.b[3], 4);
+	CHECK_EQ_U64(h.min, 8);
+	CHECK_EQ_U64(h.max, 4096);
+	CHECK_EQ_U64(trace_hist_quantile(&h, 0.8), 16);
+	CHECK_EQ_U64(trace_hist_quantile(&h, 0.81), 8192);
+	CHECK(!strcmp(trace_fmt_ns(1500, buf, sizeof(buf)), "1.5us"));
+	CHECK(!strcmp(trace_fmt_ns(2500000, buf, sizeof(buf)), "2.50ms"));
+}
+
+static void test_launches(void)
+{
+	/* Kernels A and B interleaved; B's second start never came; A's starts arrive
+	 * out of order (they pair by time, not by arrival). */
+	struct gx_launch_rec l[5] = {
+		{ .host_ns = 1000, .kernel_id = 0xA }, { .host_ns = 2000, .kernel_id = 0xB },
+		{ .host_ns = 3000, .kernel_id = 0xA }, { .host_ns = 4000, .kernel_id = 0xB },
+		{ .host_ns = 5000, .kernel_id = 0xC },
+	};
+	struct gx_rec_start s[4] = {
+		{ .kernel_id = 0xA, .timer_ns = 3010 }, { .kernel_id = 0xB, .timer_ns = 2700 },
+		{ .kernel_id = 0xA, .timer_ns = 1500 }, { .kernel_id = 0xC, .timer_ns = 4990 },
+	};
+	int64_t lat[5];
+
+	CHECK_EQ_INT(trace_match_launches(l, 5, s, 4, lat), 4);
+	CHECK_EQ_INT(lat[0], 500);
+	CHECK_EQ_INT(lat[1], 700);
+	CHECK_EQ_INT(lat[2], 10);
+	CHECK(lat[3] == INT64_MIN);
+	CHECK_EQ_INT(lat[4], -10);	/* clocks that disagree show as negative */
+	CHECK_EQ_INT(trace_match_launches(l, 5, NULL, 0, lat), 0);
+	CHECK(lat[0] == INT64_MIN);
+}
+
+static void test_smload(void)
+{
+	uint64_t v[GX_SMLOAD_SLOTS] = { 0 };
+	struct trace_smload s;
+
+	v[0] = 4;
+	v[1] = 4;
+	v[7] = 8;
+	trace_smload(v, GX_SMLOAD_SLOTS, &s);
+	CHECK_EQ_U64(s.total, 16);
+	CHECK_EQ_INT(s.sms, 3);
+	CHECK_EQ_U64(s.max, 8);
+	CHECK_EQ_U64(s.min, 4);
+	CHECK(s.imbalance > 1.49 && s.imbalance < 1.51);
+	memset(v, 0, sizeof(v));
+	trace_smload(v, GX_SMLOAD_SLOTS, &s);
+	CHECK_EQ_U64(s.total, 0);
+	CHECK(s.imbalance == 0);
+}
+
+static void test_kernels(void)
+{
+	char dir[] = "/tmp/gpuext-test-trace.XXXXXX", path[128], buf[64];
+	struct trace_kernel *k;
+	size_t n;
+	FILE *f;
+
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK_EQ_INT(trace_kernels_load(dir, &k, &n), 0);	/* absent: none yet */
+	CHECK_EQ_INT(n, 0);
+	snprintf(path, sizeof(path), "%s/kernels.txt", dir);
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	fprintf(f, "42 00000000000000ab instrumented _Z6vecaddPKfS0_Pfi\n"
+		   "42 00000000000000cd sass-only my kernel with spaces\n"
+		   "garbage line\n");
+	fclose(f);
+	CHECK_EQ_INT(trace_kernels_load(dir, &k, &n), 0);
+	CHECK_EQ_INT(n, 2);
+	if (n == 2) {
+		CHECK_EQ_U64(k[0].id, 0xab);
+		CHECK_EQ_INT(k[0].pid, 42);
+		CHECK(!strcmp(k[0].status, "instrumented"));
+		CHECK(!strcmp(k[1].name, "my kernel with spaces"));
+		CHECK(!strcmp(trace_kernel_name(k, n, 0xcd, buf, sizeof(buf)), "my kernel with spaces"));
+		CHECK(!strcmp(trace_kernel_name(k, n, 0x99, buf, sizeof(buf)), "kernel:0000000000000099"));
+	}
+	free(k);
+	unlink(path);
+	rmdir(dir);
+}
+
+static void test_memtrace_to_sim(void)
+{
+	const uint64_t base = 0x7f0000000000ull; /* 2 MiB aligned */
+	struct gx_rec_mem r[6] = {
+		{ .addr = base + 16, .kernel_id = 0x111, .size = 4 },
+		{ .addr = base + (2u << 20) + 8, .kernel_id = 0x111, .size = 4, .flags = GX_MEM_STORE },
+		{ .addr = base + (64u << 20), .kernel_id = 0x222, .size = 8 },
+		{ .addr = base + 32, .kernel_id = 0x111, .size = 4 },
+		{ .addr = base + (64u << 20) + 4096, .kernel_id = 0x222, .size = 8, .flags = GX_MEM_STORE },
+		{ .addr = base + 48, .kernel_id = 0x333, .size = 4 },
+	};
+	struct sim_trace t, back;
+	char err[SIM_TRACE_ERR_LEN];
+	void *buf = NULL;
+	size_t len = 0;
+
+	CHECK_EQ_INT(trace_memtrace_to_sim(r, 6, 4242, &t, err, sizeof(err)), 0);
+	/* Blocks base and base+2M merge; base+64M stands alone. */
+	CHECK_EQ_INT(t.range_cnt, 2);
+	if (t.range_cnt == 2) {
+		CHECK_EQ_U64(t.ranges[0].va, base);
+		CHECK_EQ_U64(t.ranges[0].size, 4u << 20);
+		CHECK_EQ_U64(t.ranges[1].va, base + (64u << 20));
+		CHECK_EQ_U64(t.ranges[1].size, 2u << 20);
+		CHECK_EQ_INT(t.ranges[1].tgid, 4242);
+	}
+	CHECK_EQ_INT(t.acc_cnt, 6);
+	CHECK_EQ_U64(t.acc[1].va, base + (2u << 20) + 8);
+	CHECK_EQ_INT(t.acc[1].is_write, 1);
+	CHECK_EQ_INT(t.acc[0].is_write, 0);
+	CHECK_EQ_INT(t.acc[0].kernel, 0);
+	CHECK_EQ_INT(t.acc[2].kernel, 1);
+	CHECK_EQ_INT(t.acc[3].kernel, 0);	/* kernels numbered by first appearance */
+	CHECK_EQ_INT(t.acc[5].kernel, 2);
+	/* The simulator's writer and reader validate it (ranges, every access inside). */
+	CHECK_EQ_INT(sim_trace__save_mem(&t, SIM_TRACE_BINARY, &buf, &len, err, sizeof(err)), 0);
+	CHECK_EQ_INT(sim_trace__load_mem(buf, len, "memtrace", &back, err, sizeof(err)), 0);
+	CHECK_EQ_INT(back.acc_cnt, 6);
+	CHECK_EQ_INT(back.range_cnt, 2);
+	for (size_t i = 0; i < 6 && i < back.acc_cnt; i++) {
+		CHECK_EQ_U64(back.acc[i].va, t.acc[i].va);
+		CHECK_EQ_INT(back.acc[i].kernel, t.acc[i].kernel);
+		CHECK_EQ_INT(back.acc[i].is_write, t.acc[i].is_write);
+	}
+	free(buf);
+	sim_trace__free(&back);
+	sim_trace__free(&t);
+
+	CHECK_EQ_INT(trace_memtrace_to_sim(r, 0, 1, &t, err, sizeof(err)), -ENODATA);
+	CHECK_STR_CONTAINS(err, "no accesses");
+}
+
+static void test_pack(void)
+{
+	GPUEXT_OPTS(gpuext_runtime_opts, ro, .publish_maps = true);
+	static const char *const tools[] = { "threadhist", "memtrace", "kerneldur" };
+	static const uint32_t want_events[] = { 1u << GX_PROBE_EXIT,
+						(1u << GX_PROBE_LOAD) | (1u << GX_PROBE_STORE),
+						(1u << GX_PROBE_ENTRY) | (1u << GX_PROBE_EXIT) };
+	char err[512], path[512];
+
+	CHECK_EQ_INT(trace_probe_event("probe/entry"), GX_PROBE_ENTRY);
+	CHECK_EQ_INT(trace_probe_event("probe/store/x"), GX_PROBE_STORE);
+	CHECK_EQ_INT(trace_probe_event("probe/exits"), -1);
+	CHECK_EQ_INT(trace_probe_event("struct_ops/x"), -1);
+	if (!trace_have_emitter() || !trace_have_pack_writer()) {
+		printf("test_trace_lib: SKIP pack checks: this build lacks the %s\n",
+		       !trace_have_emitter() ? "probe emitter (codegen/ptx/ptx_probe.c)"
+					     : "pack writer (hal/nvidia/pack.c)");
+		return;
+	}
+	for (size_t i = 0; i < 3; i++) {
+		struct gpuext_runtime *rt = NULL;
+		struct gpuext_object *obj = NULL;
+		struct gx_pack p, q, q2, back;
+		char dir[] = "/tmp/gpuext-test-pack.XXXXXX";
+
+		snprintf(path, sizeof(path), "%s/%s.bpf.o", GPUEXT_TEST_PROBE_DIR, tools[i]);
+		CHECK_EQ_INT(gpuext_runtime__new(&ro, &rt), 0);
+		CHECK_EQ_INT(gpuext_object__open_file(rt, path, NULL, &obj), 0);
+		if (!obj) {
+			gpuext_runtime__free(rt);
+			continue;
+		}
+		CHECK_EQ_INT(trace_build_pack(obj, "sm_80", i == 1, i == 0 ? "*vec*" : NULL, &p, err,
+					      sizeof(err)), 0);
+		CHECK_EQ_U64(p.events, want_events[i]);
+		CHECK_EQ_INT(p.map_cnt, gpuext_object__map_cnt(obj));
+		CHECK_EQ_INT(p.per_thread, i == 1);
+		for (uint32_t m = 0; m < p.map_cnt; m++) {
+			struct gpuext_map *om = gpuext_object__map(obj, m);
+			char shm[160];
+			struct stat st;
+
+			CHECK(!strcmp(p.maps[m].name, gpuext_map__name(om)));
+			CHECK_EQ_INT(p.maps[m].type, gpuext_map__type(om));
+			CHECK_EQ_INT(p.maps[m].value_size, gpuext_map__value_size(om));
+			CHECK_EQ_INT(p.maps[m].max_entries, gpuext_map__max_entries(om));
+			/* The shm name is a live file of this process. */
+			snprintf(shm, sizeof(shm), "/dev/shm%s", p.maps[m].shm);
+			CHECK_EQ_INT(stat(shm, &st), 0);
+		}
+		CHECK_STR_CONTAINS(p.ptx, i == 1 ? "gpuext_probe_load" : "gpuext_probe_exit");
+		if (i == 0)
+			CHECK(!strcmp(p.kernel_filter, "*vec*"));
+		/* Written, and read back by the preload library's reader. */
+		CHECK(mkdtemp(dir) != NULL);
+		CHECK_EQ_INT(trace_pack_write(dir, &p), 0);
+		CHECK_EQ_INT(trace_pack_read(dir, &back, err, sizeof(err)), 0);
+		CHECK_EQ_INT(back.map_cnt, p.map_cnt);
+		CHECK_EQ_INT(back.events, p.events);
+		CHECK_EQ_U64(back.ptx_len, p.ptx_len);
+		CHECK(back.ptx && !memcmp(back.ptx, p.ptx, p.ptx_len));
+		CHECK(!strcmp(back.maps[0].shm, p.maps[0].shm));
+		/* Deterministic: the same object gives the same hash; the mode changes it. */
+		CHECK_EQ_INT(trace_build_pack(obj, "sm_80", i == 1, i == 0 ? "*vec*" : NULL, &q, err,
+					      sizeof(err)), 0);
+		CHECK_EQ_INT(trace_pack_write(dir, &q), 0);
+		CHECK_EQ_INT(trace_pack_read(dir, &q2, err, sizeof(err)), 0);
+		CHECK(!memcmp(back.hash, q2.hash, 32));
+		trace_pack_release(&q);
+		trace_pack_release(&q2);
+		CHECK_EQ_INT(trace_build_pack(obj, "sm_80", i != 1, i == 0 ? "*vec*" : NULL, &q, err,
+					      sizeof(err)), 0);
+		CHECK_EQ_INT(trace_pack_write(dir, &q), 0);
+		CHECK_EQ_INT(trace_pack_read(dir, &q2, err, sizeof(err)), 0);
+		CHECK(memcmp(back.hash, q2.hash, 32) != 0);
+		trace_pack_release(&q);
+		trace_pack_release(&q2);
+		trace_pack_release(&back);
+		snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+		CHECK_EQ_INT(system(path), 0);
+		trace_pack_release(&p);
+		gpuext_object__close(obj);
+		gpuext_runtime__free(rt);
+	}
+}
+
+int main(void)
+{
+	test_args();
+	test_hist();
+	test_launches();
+	test_smload();
+	test_kernels();
+	test_memtrace_to_sim();
+	test_pack();
+	return test_done("test_trace_lib");
+}

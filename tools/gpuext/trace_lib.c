@@ -1,0 +1,644 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* gpuext trace: the GPU-free parts (see trace_lib.h). */
+#include <errno.h>
+#include <fnmatch.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "maps_impl.h"
+#include "trace_lib.h"
+#include "sim/trace_io.h"
+
+/*
+ * Pieces built by other parts of the tree (codegen/ptx/ptx_probe.c,
+ * hal/nvidia/pack.c). tools/probes/probes.cmake defines
+ * GPUEXT_HAVE_PROBE_EMIT / GPUEXT_HAVE_NVPROBE_PACK when the build links
+ * them; otherwise they are weak, so the CLI still links and says plainly
+ * what is missing. (A weak reference alone would not pull the member out of
+ * libgpuext.a, hence the strong declarations when they are there.)
+ */
+#if GPUEXT_HAVE_PROBE_EMIT
+#define GX_EMIT_WEAK
+#else
+#define GX_EMIT_WEAK __attribute__((weak))
+#endif
+#if GPUEXT_HAVE_NVPROBE_PACK
+#define GX_PACK_WEAK
+#else
+#define GX_PACK_WEAK __attribute__((weak))
+#endif
+int gpuext_ptx_probe_emit(struct gpuext_object *obj, const char *sm, bool per_thread,
+			  uint32_t *events, char **text, size_t *len) GX_EMIT_WEAK;
+int gx_pack_write(const char *dir, const struct gx_pack *p) GX_PACK_WEAK;
+int gx_pack_read(const char *dir, struct gx_pack *p, char *err, size_t err_len) GX_PACK_WEAK;
+void gx_pack_free(struct gx_pack *p) GX_PACK_WEAK;
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Waddress"
+bool trace_have_emitter(void) { return gpuext_ptx_probe_emit != NULL; }
+bool trace_have_pack_writer(void) { return gx_pack_write != NULL && gx_pack_read != NULL; }
+#pragma GCC diagnostic pop
+
+int trace_pack_write(const char *dir, const struct gx_pack *p)
+{
+	return trace_have_pack_writer() ? gx_pack_write(dir, p) : -ENOSYS;
+}
+
+int trace_pack_read(const char *dir, struct gx_pack *p, char *err, size_t err_len)
+{
+	return trace_have_pack_writer() ? gx_pack_read(dir, p, err, err_len) : -ENOSYS;
+}
+
+void trace_pack_release(struct gx_pack *p)
+{
+	if (trace_have_pack_writer())
+		gx_pack_free(p);
+	else
+		free(p->ptx);
+	p->ptx = NULL;
+	p->ptx_len = 0;
+}
+
+static void set_err(char *err, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- command line -------------------------------------------------------- */
+
+static bool parse_uint(const char *s, unsigned max, unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s || *s == '-' || *s == '+')
+		return false;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (*end || errno || v > max)
+		return false;
+	*out = (unsigned)v;
+	return true;
+}
+
+int trace_parse_args(int argc, char **argv, struct trace_opts *o, char *err, size_t err_len)
+{
+	enum { O_KEEP = 256, O_LIST, O_DIR, O_SM, O_PRELOAD, O_PACK_ONLY, O_PER_WARP };
+	static const struct option lopts[] = {
+		{ "kernel", required_argument, NULL, 'k' },
+		{ "per-thread", no_argument, NULL, 't' },
+		{ "per-warp", no_argument, NULL, O_PER_WARP },
+		{ "out", required_argument, NULL, 'o' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "keep", no_argument, NULL, O_KEEP },
+		{ "list", no_argument, NULL, O_LIST },
+		{ "dir", required_argument, NULL, O_DIR },
+		{ "sm", required_argument, NULL, O_SM },
+		{ "preload", required_argument, NULL, O_PRELOAD },
+		{ "pack-only", no_argument, NULL, O_PACK_ONLY },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int c, dashdash = -1;
+
+	memset(o, 0, sizeof(*o));
+	o->per_thread = -1;
+	o->interval_ms = 1000;
+	if (err && err_len)
+		err[0] = '\0';
+	/* Everything after "--" is the application's, options included. */
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			dashdash = i;
+			break;
+		}
+	}
+	int nargs = dashdash < 0 ? argc : dashdash;
+
+	optind = 1;
+	opterr = 0;
+	/* GNU getopt permutes: options may come before or after the tool name. */
+	while ((c = getopt_long(nargs, argv, "k:to:i:h", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'k':
+			if (!*optarg || strlen(optarg) >= sizeof(((struct gx_pack *)0)->kernel_filter)) {
+				set_err(err, err_len, "--kernel: give a glob of 1 to %zu characters",
+					sizeof(((struct gx_pack *)0)->kernel_filter) - 1);
+				return -EINVAL;
+			}
+			o->kernel_glob = optarg;
+			break;
+		case 't':
+			if (o->per_thread == 0)
+				goto both_modes;
+			o->per_thread = 1;
+			break;
+		case O_PER_WARP:
+			if (o->per_thread == 1)
+				goto both_modes;
+			o->per_thread = 0;
+			break;
+		case 'o':
+			o->out = optarg;
+			break;
+		case 'i':
+			if (!parse_uint(optarg, 3600 * 1000, &o->interval_ms)) {
+				set_err(err, err_len,
+					"--interval '%s': give milliseconds between live updates (0 = none, at most 3600000)",
+					optarg);
+				return -EINVAL;
+			}
+			break;
+		case O_KEEP: o->keep = true; break;
+		case O_LIST: o->list = true; break;
+		case O_DIR: o->dir = optarg; break;
+		case O_SM:
+			if (strncmp(optarg, "sm_", 3) || !optarg[3]) {
+				set_err(err, err_len, "--sm '%s': give a target such as sm_80 or sm_90", optarg);
+				return -EINVAL;
+			}
+			o->sm = optarg;
+			break;
+		case O_PRELOAD: o->preload = optarg; break;
+		case O_PACK_ONLY: o->pack_only = true; break;
+		case 'h': o->help = true; return 0;
+		case ':':
+			set_err(err, err_len, "option '%s' needs a value", argv[optind - 1]);
+			return -EINVAL;
+		default:
+			set_err(err, err_len, "unknown option '%s' (see gpuext trace --help)",
+				argv[optind - 1]);
+			return -EINVAL;
+		}
+	}
+	if (o->list)
+		return 0;
+	if (optind < nargs)
+		o->tool = argv[optind++];
+	if (optind < nargs) {
+		set_err(err, err_len,
+			"unexpected '%s' before '--': put the application after '--' (gpuext trace TOOL [OPTIONS] -- ./app ARGS)",
+			argv[optind]);
+		return -EINVAL;
+	}
+	if (!o->tool) {
+		set_err(err, err_len, "name a tool (gpuext trace --list) or a .bpf.o file");
+		return -EINVAL;
+	}
+	if (o->pack_only) {
+		if (!o->dir) {
+			set_err(err, err_len, "--pack-only writes the pack into --dir DIR: give --dir");
+			return -EINVAL;
+		}
+		if (dashdash >= 0 && dashdash + 1 < argc) {
+			set_err(err, err_len, "--pack-only runs no application: drop what follows '--'");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (dashdash < 0 || dashdash + 1 >= argc) {
+		set_err(err, err_len, "give the application to run after '--' (gpuext trace %s -- ./app ARGS)",
+			o->tool);
+		return -EINVAL;
+	}
+	o->app_argc = argc - dashdash - 1;
+	o->app_argv = argv + dashdash + 1;
+	return 0;
+
+both_modes:
+	set_err(err, err_len, "--per-thread and --per-warp exclude each other: pick one");
+	return -EINVAL;
+}
+
+/* ---- log2 histograms ----------------------------------------------------- */
+
+unsigned trace_log2(uint64_t v)
+{
+	return v ? 63u - (unsigned)__builtin_clzll(v) : 0;
+}
+
+void trace_hist_add(struct trace_hist *h, uint64_t v)
+{
+	h->b[trace_log2(v)]++;
+	if (!h->n || v < h->min)
+		h->min = v;
+	if (!h->n || v > h->max)
+		h->max = v;
+	h->n++;
+	h->sum += v;
+}
+
+void trace_hist_add_buckets(struct trace_hist *h, const uint64_t *buckets, size_t n)
+{
+	for (size_t i = 0; i < n && i < TRACE_HIST_BUCKETS; i++) {
+		uint64_t lo = i ? 1ull << i : 0;
+
+		if (!buckets[i])
+			continue;
+		h->b[i] += buckets[i];
+		if (!h->n || lo < h->min)
+			h->min = lo;
+		if (!h->n || lo > h->max)
+			h->max = lo;
+		h->n += buckets[i];
+		h->sum += lo * buckets[i];
+	}
+}
+
+uint64_t trace_hist_quantile(const struct trace_hist *h, double p)
+{
+	uint64_t need, seen = 0;
+
+	if (!h->n)
+		return 0;
+	if (p <= 0)
+		p = 1e-9;
+	if (p > 1)
+		p = 1;
+	need = (uint64_t)(p * (double)h->n + 0.999999);
+	if (!need)
+		need = 1;
+	for (unsigned i = 0; i < TRACE_HIST_BUCKETS; i++) {
+		seen += h->b[i];
+		if (seen >= need)
+			return i >= 63 ? UINT64_MAX : 2ull << i;
+	}
+	return UINT64_MAX;
+}
+
+const char *trace_fmt_ns(uint64_t ns, char *buf, size_t len)
+{
+	if (ns < 1000)
+		snprintf(buf, len, "%" PRIu64 "ns", ns);
+	else if (ns < 1000000)
+		snprintf(buf, len, "%.1fus", ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, len, "%.2fms", ns / 1e6);
+	else
+		snprintf(buf, len, "%.2fs", ns / 1e9);
+	return buf;
+}
+
+static const char *fmt_val(uint64_t v, bool ns, char *buf, size_t len)
+{
+	if (ns)
+		return trace_fmt_ns(v, buf, len);
+	snprintf(buf, len, "%" PRIu64, v);
+	return buf;
+}
+
+void trace_hist_print(FILE *f, const struct trace_hist *h, bool ns)
+{
+	int lo = -1, hi = -1;
+	uint64_t peak = 0;
+
+	for (int i = 0; i < TRACE_HIST_BUCKETS; i++) {
+		if (!h->b[i])
+			continue;
+		if (lo < 0)
+			lo = i;
+		hi = i;
+		if (h->b[i] > peak)
+			peak = h->b[i];
+	}
+	if (lo < 0) {
+		fprintf(f, "  (no values)\n");
+		return;
+	}
+	for (int i = lo; i <= hi; i++) {
+		char a[32], b[32], bar[41];
+		int w = (int)((h->b[i] * 40 + peak - 1) / peak);
+
+		memset(bar, '*', (size_t)w);
+		bar[w] = '\0';
+		fprintf(f, "  [%9s, %9s) %10" PRIu64 " |%-40s|\n",
+			fmt_val(i ? 1ull << i : 0, ns, a, sizeof(a)),
+			i >= 63 ? "inf" : fmt_val(2ull << i, ns, b, sizeof(b)), h->b[i], bar);
+	}
+}
+
+/* ---- launch latency --------------------------------------------------------- */
+
+struct ord {
+	uint64_t key;	/* kernel */
+	uint64_t time;	/* launch: host ns; start: device ns */
+	size_t idx;
+};
+
+static int ord_cmp(const void *a, const void *b)
+{
+	const struct ord *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+long trace_match_launches(const struct gx_launch_rec *l, size_t nl,
+			  const struct gx_rec_start *s, size_t ns, int64_t *lat)
+{
+	struct ord *lo = calloc(nl ? nl : 1, sizeof(*lo));
+	struct ord *so = calloc(ns ? ns : 1, sizeof(*so));
+	size_t i = 0, j = 0;
+	long pairs = 0;
+
+	if (!lo || !so) {
+		free(lo);
+		free(so);
+		return -ENOMEM;
+	}
+	for (size_t k = 0; k < nl; k++) {
+		lo[k] = (struct ord){ l[k].kernel_id, l[k].host_ns, k };
+		lat[k] = INT64_MIN;
+	}
+	for (size_t k = 0; k < ns; k++)
+		so[k] = (struct ord){ s[k].kernel_id, s[k].timer_ns, k };
+	/*
+	 * Sorted by (kernel, time): the n-th launch of a kernel pairs with its n-th start
+	 * in time, first in first out, as one stream's queue runs. Records arrive out of
+	 * order (ring buffer, several processes), so arrival order would pair wrongly.
+	 */
+	qsort(lo, nl, sizeof(*lo), ord_cmp);
+	qsort(so, ns, sizeof(*so), ord_cmp);
+	while (i < nl && j < ns) {
+		if (lo[i].key < so[j].key) {
+			i++;
+		} else if (lo[i].key > so[j].key) {
+			j++;
+		} else {
+			const struct gx_launch_rec *L = &l[lo[i].idx];
+
+			lat[lo[i].idx] = (int64_t)(s[so[j].idx].timer_ns - L->host_ns);
+			pairs++;
+			i++;
+			j++;
+		}
+	}
+	free(lo);
+	free(so);
+	return pairs;
+}
+
+/* ---- SM load ---------------------------------------------------------------- */
+
+void trace_smload(const uint64_t *blocks, size_t n, struct trace_smload *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < n; i++) {
+		if (!blocks[i])
+			continue;
+		if (!out->sms || blocks[i] > out->max)
+			out->max = blocks[i];
+		if (!out->sms || blocks[i] < out->min)
+			out->min = blocks[i];
+		out->sms++;
+		out->total += blocks[i];
+	}
+	if (out->sms) {
+		out->mean = (double)out->total / out->sms;
+		out->imbalance = out->max / out->mean;
+	}
+}
+
+/* ---- kernels.txt ------------------------------------------------------------ */
+
+int trace_kernels_load(const char *dir, struct trace_kernel **out, size_t *cnt)
+{
+	char path[4096], line[1024];
+	struct trace_kernel *v = NULL;
+	size_t n = 0, cap = 0;
+	FILE *f;
+
+	*out = NULL;
+	*cnt = 0;
+	snprintf(path, sizeof(path), "%s/kernels.txt", dir);
+	f = fopen(path, "r");
+	if (!f)
+		return errno == ENOENT ? 0 : -errno;
+	while (fgets(line, sizeof(line), f)) {
+		struct trace_kernel k = { 0 };
+		char *nl = strchr(line, '\n');
+		int used = 0;
+
+		if (nl)
+			*nl = '\0';
+		if (sscanf(line, "%" SCNu32 " %" SCNx64 " %47s %n", &k.pid, &k.id, k.status, &used) < 3 ||
+		    !used)
+			continue;
+		snprintf(k.name, sizeof(k.name), "%s", line + used);
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 32;
+			void *p = realloc(v, nc * sizeof(*v));
+
+			if (!p) {
+				free(v);
+				fclose(f);
+				return -ENOMEM;
+			}
+			v = p;
+			cap = nc;
+		}
+		v[n++] = k;
+	}
+	fclose(f);
+	*out = v;
+	*cnt = n;
+	return 0;
+}
+
+const char *trace_kernel_name(const struct trace_kernel *k, size_t n, uint64_t id, char *buf,
+			      size_t len)
+{
+	for (size_t i = 0; i < n; i++)
+		if (k[i].id == id)
+			return k[i].name;
+	snprintf(buf, len, "kernel:%016" PRIx64, id);
+	return buf;
+}
+
+/* ---- memtrace -> simulator trace ------------------------------------------- */
+
+#define BLOCK_SHIFT 21
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int trace_memtrace_to_sim(const struct gx_rec_mem *r, size_t n, uint32_t tgid,
+			  struct sim_trace *out, char *err, size_t err_len)
+{
+	uint64_t *blocks = NULL, *kids = NULL;
+	size_t nb = 0, nk = 0, kcap = 0;
+	int ret = -ENOMEM;
+
+	memset(out, 0, sizeof(*out));
+	if (!n) {
+		set_err(err, err_len, "memtrace: no accesses were recorded");
+		return -ENODATA;
+	}
+	blocks = malloc(n * sizeof(*blocks));
+	out->acc = calloc(n, sizeof(*out->acc));
+	if (!blocks || !out->acc)
+		goto fail;
+	for (size_t i = 0; i < n; i++)
+		blocks[i] = r[i].addr >> BLOCK_SHIFT;
+	qsort(blocks, n, sizeof(*blocks), u64_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (!nb || blocks[nb - 1] != blocks[i])
+			blocks[nb++] = blocks[i];
+	/* Contiguous blocks make one range. */
+	size_t nr = 0;
+	for (size_t i = 0; i < nb; i++)
+		nr += !i || blocks[i] != blocks[i - 1] + 1;
+	if (nr > SIM_TRACE_MAX_RANGES) {
+		set_err(err, err_len, "memtrace: the accesses span %zu separate ranges; the simulator takes at most %d",
+			nr, SIM_TRACE_MAX_RANGES);
+		ret = -E2BIG;
+		goto fail;
+	}
+	out->ranges = calloc(nr, sizeof(*out->ranges));
+	if (!out->ranges)
+		goto fail;
+	for (size_t i = 0; i < nb; i++) {
+		if (!i || blocks[i] != blocks[i - 1] + 1) {
+			struct sim_range *rg = &out->ranges[out->range_cnt++];
+
+			rg->va = blocks[i] << BLOCK_SHIFT;
+			rg->tgid = tgid;
+		}
+		out->ranges[out->range_cnt - 1].size += 1ull << BLOCK_SHIFT;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t k;
+
+		for (k = nk; k-- > 0;)	/* recent kernels are likelier: search backwards */
+			if (kids[k] == r[i].kernel_id)
+				break;
+		if (k == (size_t)-1) {
+			if (nk == 65536) {
+				set_err(err, err_len, "memtrace: more than 65536 kernels; the simulator numbers at most 65536");
+				ret = -E2BIG;
+				goto fail;
+			}
+			if (nk == kcap) {
+				size_t nc = kcap ? kcap * 2 : 16;
+				void *p = realloc(kids, nc * sizeof(*kids));
+
+				if (!p)
+					goto fail;
+				kids = p;
+				kcap = nc;
+			}
+			kids[nk] = r[i].kernel_id;
+			k = nk++;
+		}
+		out->acc[i].va = r[i].addr;
+		out->acc[i].tgid = tgid;
+		out->acc[i].kernel = (uint16_t)k;
+		out->acc[i].is_write = (r[i].flags & GX_MEM_STORE) != 0;
+	}
+	out->acc_cnt = n;
+	free(blocks);
+	free(kids);
+	return 0;
+
+fail:
+	if (ret == -ENOMEM)
+		set_err(err, err_len, "memtrace: out of memory converting %zu accesses", n);
+	free(blocks);
+	free(kids);
+	sim_trace__free(out);
+	memset(out, 0, sizeof(*out));
+	return ret;
+}
+
+/* ---- the pack ----------------------------------------------------------------- */
+
+int trace_probe_event(const char *section)
+{
+	static const char *const ev[GX_PROBE_NR] = { "probe/entry", "probe/exit", "probe/load",
+						     "probe/store" };
+
+	/* "probe/exit" or "probe/exit/NAME" (several programs per event). */
+	for (int i = 0; i < GX_PROBE_NR; i++) {
+		size_t n = strlen(ev[i]);
+
+		if (section && !strncmp(section, ev[i], n) && (!section[n] || section[n] == '/'))
+			return i;
+	}
+	return -1;
+}
+
+int trace_build_pack(struct gpuext_object *obj, const char *sm, bool per_thread,
+		     const char *kernel_glob, struct gx_pack *p, char *err, size_t err_len)
+{
+	size_t nmaps = gpuext_object__map_cnt(obj);
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	if (!trace_have_emitter()) {
+		set_err(err, err_len,
+			"this gpuext was built without the device-probe emitter (codegen/ptx/ptx_probe.c)");
+		return -ENOSYS;
+	}
+	if (!trace_have_pack_writer()) {
+		set_err(err, err_len,
+			"this gpuext was built without the pack writer (hal/nvidia/pack.c, hash.c)");
+		return -ENOSYS;
+	}
+	if (nmaps > GX_PACK_MAX_MAPS) {
+		set_err(err, err_len, "'%s' has %zu maps; a probe object may have at most %d",
+			gpuext_object__name(obj), nmaps, GX_PACK_MAX_MAPS);
+		return -E2BIG;
+	}
+	for (size_t i = 0; i < nmaps; i++) {
+		struct gpuext_map *m = gpuext_object__map(obj, i);
+		struct gx_pack_map *pm = &p->maps[i];
+		uint32_t id = gpuext_map__id(m);
+
+		snprintf(pm->name, sizeof(pm->name), "%s", gpuext_map__name(m));
+		/* core/maps.c publishes map <id> of process <pid> as /gpuext.<pid>.<id>. */
+		snprintf(pm->shm, sizeof(pm->shm), "/gpuext.%d.%u", (int)getpid(), id);
+		pm->type = gpuext_map__type(m);
+		pm->key_size = gpuext_map__key_size(m);
+		pm->value_size = gpuext_map__value_size(m);
+		pm->max_entries = gpuext_map__max_entries(m);
+		pm->nr_slots = m->nr_slots ? m->nr_slots : 1;
+	}
+	p->map_cnt = (uint32_t)nmaps;
+	p->per_thread = per_thread;
+	if (kernel_glob)
+		snprintf(p->kernel_filter, sizeof(p->kernel_filter), "%s", kernel_glob);
+	ret = gpuext_ptx_probe_emit(obj, sm ? sm : "sm_80", per_thread, &p->events, &p->ptx,
+				    &p->ptx_len);
+	if (ret) {
+		set_err(err, err_len, "emitting PTX for the probes of '%s' failed: %s",
+			gpuext_object__name(obj), strerror(-ret));
+		return ret;
+	}
+	if (!p->events) {
+		set_err(err, err_len, "'%s' has no probe programs (SEC(\"probe/entry|exit|load|store\"))",
+			gpuext_object__name(obj));
+		return -ENOENT;
+	}
+	/* p->hash stays 0: gx_pack_write() computes it (leaving the shm names out, so the
+	 * JIT cache survives across runs) and gx_pack_read() returns it. */
+	return 0;
+}

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The parts of `gpuext trace` that need no GPU and no child process, kept
+ * apart from cmd_trace.c so tests/test_trace_lib.c can check them: argument
+ * parsing, log2 histograms, pairing launches with first block starts, the
+ * per-SM imbalance, the kernel table of a trace directory, the memtrace ->
+ * simulator trace conversion, and building the pack from a probe object.
+ */
+#ifndef GPUEXT_TRACE_LIB_H
+#define GPUEXT_TRACE_LIB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "gpuext/gpuext.h"
+#include "nvidia/nvprobe.h"
+#include "../probes/probes.h"
+
+struct sim_trace;
+
+/* ---- command line -------------------------------------------------------- */
+
+struct trace_opts {
+	const char *tool;	/* a tools/probes name or a .bpf.o path */
+	const char *kernel_glob;	/* --kernel; NULL = every kernel */
+	int per_thread;		/* -1: the tool's default; 0 warp mode; 1 per thread */
+	const char *out;	/* --out FILE */
+	unsigned interval_ms;	/* --interval; default 1000, 0 = no live output */
+	const char *dir;	/* --dir: trace directory to use (default: a fresh one) */
+	const char *sm;		/* --sm: target of the emitted probes (default sm_80) */
+	const char *preload;	/* --preload: libgpuext-nvprobe.so to use */
+	bool keep;		/* --keep: leave the trace directory (and print it) */
+	bool list;		/* --list */
+	bool help;		/* --help */
+	bool pack_only;		/* --pack-only: write the pack into --dir and stop */
+	int app_argc;		/* after "--" */
+	char **app_argv;	/* points into argv */
+};
+
+/*
+ * Parses `gpuext trace` arguments (argv[0] = "trace"). 0, or -EINVAL with a
+ * message saying what is wrong in @err. Does not touch the file system.
+ */
+int trace_parse_args(int argc, char **argv, struct trace_opts *o, char *err, size_t err_len);
+
+/* ---- log2 histograms ----------------------------------------------------- */
+
+#define TRACE_HIST_BUCKETS 64
+/* Bucket b holds values in [2^b, 2^(b+1)); bucket 0 also holds 0. */
+struct trace_hist {
+	uint64_t b[TRACE_HIST_BUCKETS];
+	uint64_t n, sum, min, max;
+};
+
+unsigned trace_log2(uint64_t v);
+void trace_hist_add(struct trace_hist *h, uint64_t v);
+/* Adds a device-side bucket array (bucket b = floor(log2(v))) of @n buckets. */
+void trace_hist_add_buckets(struct trace_hist *h, const uint64_t *buckets, size_t n);
+/* Upper bound (exclusive) of the bucket holding the p-quantile (0 < p <= 1); 0 if empty. */
+uint64_t trace_hist_quantile(const struct trace_hist *h, double p);
+/* "1.5us", "12ms", ... for @ns into @buf. */
+const char *trace_fmt_ns(uint64_t ns, char *buf, size_t len);
+/* Prints rows "[lo, hi) count |****|" for the non-empty span, values as durations when @ns. */
+void trace_hist_print(FILE *f, const struct trace_hist *h, bool ns);
+
+/* ---- launch latency --------------------------------------------------------- */
+
+/*
+ * Pairs launches (DIR/launches.bin) with first-block starts (launchlate's ring
+ * buffer): per kernel K, the n-th launch of K in host time goes with the n-th
+ * start of K in device time (first in, first out). lat[i] gets start - launch (ns, may be negative if
+ * the clocks disagree) for launch i, or INT64_MIN if no start came. Returns
+ * the number of pairs, or -ENOMEM.
+ */
+long trace_match_launches(const struct gx_launch_rec *l, size_t nl,
+			  const struct gx_rec_start *s, size_t ns, int64_t *lat);
+
+/* ---- SM load ---------------------------------------------------------------- */
+
+struct trace_smload {
+	uint64_t total;		/* blocks */
+	uint32_t sms;		/* SMs that got at least one block */
+	uint64_t max, min;	/* over those SMs */
+	double mean;		/* over those SMs */
+	double imbalance;	/* max / mean; 0 if no block */
+};
+void trace_smload(const uint64_t *blocks, size_t n, struct trace_smload *out);
+
+/* ---- kernels.txt ------------------------------------------------------------ */
+
+struct trace_kernel {
+	uint64_t id;
+	uint32_t pid;
+	char status[48];
+	char name[256];
+};
+/* Reads DIR/kernels.txt (absent = 0 kernels). *out malloc'd. 0 or -errno. */
+int trace_kernels_load(const char *dir, struct trace_kernel **out, size_t *cnt);
+/* The name of kernel @id, or its id in hex in @buf. */
+const char *trace_kernel_name(const struct trace_kernel *k, size_t n, uint64_t id, char *buf,
+			      size_t len);
+
+/* ---- memtrace -> simulator trace ------------------------------------------- */
+
+/*
+ * Turns memtrace records into a simulator trace of process @tgid: ranges are
+ * the 2 MiB blocks the accesses touch, merged where contiguous; each access
+ * becomes {va, tgid, kernel, is_write} where kernel numbers the kernels in
+ * order of first appearance (the simulator's "launch index", < 65536). 0 or
+ * -errno (-E2BIG past 65536 kernels or SIM_TRACE_MAX_RANGES ranges).
+ */
+int trace_memtrace_to_sim(const struct gx_rec_mem *r, size_t n, uint32_t tgid,
+			  struct sim_trace *out, char *err, size_t err_len);
+
+/* ---- the pack ----------------------------------------------------------------- */
+
+/* The program's section -> GX_PROBE_* event, or -1. */
+int trace_probe_event(const char *section);
+/*
+ * Fills @p from an opened, verified probe object: the PTX of its probes
+ * (gpuext_ptx_probe_emit), its maps (shm names of the runtime that opened it:
+ * it must publish maps), the kernel filter and mode, and the hash over all of
+ * it except the shm names (so the JIT cache survives across runs) - computed by
+ * gx_pack_write(), so p->hash is left 0 here. 0 or -errno with the reason in
+ * @err. trace_pack_release() frees it.
+ */
+int trace_build_pack(struct gpuext_object *obj, const char *sm, bool per_thread,
+		     const char *kernel_glob, struct gx_pack *p, char *err, size_t err_len);
+/* Whether this build links the pieces a trace needs (probe emitter, pack writer). */
+bool trace_have_emitter(void);
+bool trace_have_pack_writer(void);
+/* gx_pack_write()/gx_pack_read() where linked, else -ENOSYS; and the matching release. */
+int trace_pack_write(const char *dir, const struct gx_pack *p);
+int trace_pack_read(const char *dir, struct gx_pack *p, char *err, size_t err_len);
+void trace_pack_release(struct gx_pack *p);
+
+#endif

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The probe tools' shared definitions: included by every tools/probes/NAME.bpf.c
+ * (BPF C) and by `gpuext trace` (tools/gpuext/cmd_trace.c), which reads the
+ * maps and ring-buffer records these tools write. Changing a record or a map
+ * size here changes both sides at once.
+ */
+#ifndef GPUEXT_TOOLS_PROBES_H
+#define GPUEXT_TOOLS_PROBES_H
+
+#include "gpuext/probe.h"
+
+/* Ring-buffer record of kernelretsnoop: one per block (its warp 0's exit). */
+struct gx_rec_exit {
+	__gx_u64 kernel_id;
+	__gx_u64 timer_ns;	/* %globaltimer at the exit */
+	__gx_u32 block[3];
+	__gx_u32 sm_id;
+	__gx_u32 gpu_id;
+	__gx_u32 pad;
+};
+
+/* Ring-buffer record of launchlate: block (0,0,0) warp 0 reached its entry. */
+struct gx_rec_start {
+	__gx_u64 kernel_id;
+	__gx_u64 timer_ns;
+	__gx_u32 sm_id;
+	__gx_u32 gpu_id;
+};
+
+/* Ring-buffer record of memtrace: one per thread and global access. */
+#define GX_MEM_STORE 1u
+struct gx_rec_mem {
+	__gx_u64 addr;
+	__gx_u64 kernel_id;
+	__gx_u32 size;		/* bytes */
+	__gx_u32 flags;		/* GX_MEM_STORE */
+	__gx_u32 block;		/* linear block index */
+	__gx_u32 thread;	/* linear thread index in the block */
+};
+
+/* threadhist: exits counted per global warp index, modulo this. */
+#define GX_THREADHIST_SLOTS 65536
+
+/* smload: blocks started per SM id (index = %smid, modulo this). */
+#define GX_SMLOAD_SLOTS 256
+
+/* kerneldur: log2 buckets of kernel durations in ns; slot per kernel hash. */
+#define GX_KDUR_BUCKETS 64
+#define GX_KDUR_KSLOTS 64
+/* kerneldur state[] entry per kernel slot */
+struct gx_kdur_state {
+	__gx_u64 inflight;	/* blocks of the current launch that have exited */
+	__gx_u64 start_ns;	/* entry of block (0,0,0) of the current launch */
+	__gx_u64 kernel_id;
+	__gx_u64 runs;		/* completed kernel runs */
+	__gx_u64 total_ns;
+	__gx_u64 max_ns;
+};
+
+#ifdef __bpf__
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+/* Device helpers every gpuext runtime declares (enum gpuext_dev_helper, gpuext.h). */
+static __u64 (* const gpuext_get_globaltimer)(void) = (void *)0x1100;
+static __u64 (* const gpuext_get_sm_id)(void) = (void *)0x1101;
+
+/* A block's linear index in its grid, from the context. */
+static __always_inline __u32 gx_block_linear(const struct gpuext_probe_ctx *ctx)
+{
+	return ctx->block_id[0] + ctx->grid_dim[0] *
+	       (ctx->block_id[1] + ctx->grid_dim[1] * ctx->block_id[2]);
+}
+
+/* Warps per block (a partial last warp counts). */
+static __always_inline __u32 gx_warps_per_block(const struct gpuext_probe_ctx *ctx)
+{
+	__u32 t = ctx->block_dim[0] * ctx->block_dim[1] * ctx->block_dim[2];
+
+	return (t + 31) / 32;
+}
+
+/* floor(log2(v)) for v > 0; 0 for 0. Branch-free enough for the work bound. */
+static __always_inline __u32 gx_log2(__u64 v)
+{
+	__u32 r = 0;
+
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8) { v >>= 8; r += 8; }
+	if (v >> 4) { v >>= 4; r += 4; }
+	if (v >> 2) { v >>= 2; r += 2; }
+	if (v >> 1) r += 1;
+	return r;
+}
+#endif
+
+#endif
