@@ -282,6 +282,68 @@ static void test_probe_all(void)
 	gpuext_runtime__free(rt);
 }
 
+/*
+ * The shipped probe tools (the tools/probes objects, when the build has made
+ * them): each must emit in both modes and assemble for sm_90. Missing
+ * objects are said, not failed: they are another target's output.
+ */
+static void test_tools(void)
+{
+	static const char *const tools[] = { "kernelretsnoop", "threadhist", "launchlate",
+					      "memtrace", "smload", "kerneldur" };
+	unsigned done = 0;
+
+	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++) {
+		struct gpuext_runtime *rt;
+		struct gpuext_object *obj = NULL;
+		char path[512];
+
+		snprintf(path, sizeof(path), "%s/../../tools/probes/%s.bpf.o", GPUEXT_TEST_BPF_DIR,
+			 tools[i]);
+		if (access(path, R_OK)) {
+			printf("test_codegen_ptx_probe: %s not built: not checked\n", path);
+			continue;
+		}
+		rt = new_rt();
+		if (!rt || gpuext_object__open_file(rt, path, NULL, &obj)) {
+			test_fail(__FILE__, __LINE__, "open %s: %s", path, logbuf.buf);
+			gpuext_runtime__free(rt);
+			continue;
+		}
+		for (int m = 0; m < 2; m++) {
+			char *text = NULL, *mod, what[96], version[16] = "8.0";
+			const char *vp;
+			uint32_t ev = 0;
+			size_t len = 0;
+			int err;
+
+			snprintf(what, sizeof(what), "%s [%s]", tools[i], m ? "per-thread" : "warp");
+			test_log_clear(&logbuf);
+			err = gpuext_ptx_probe_emit(obj, "sm_90", m == 1, &ev, &text, &len);
+			test_checks++;
+			if (err) {
+				test_fail(__FILE__, __LINE__, "%s: emit = %d: %s", what, err, logbuf.buf);
+				continue;
+			}
+			CHECK(ev != 0);
+			vp = strstr(text, "// gpuext-ptx-version ");
+			if (vp)
+				sscanf(vp + 22, "%15[0-9.]", version);
+			mod = wrap(text, version, "sm_90", ev);
+			test_checks++;
+			if (!mod || !assemble(mod, "sm_90", what))
+				test_fail(__FILE__, __LINE__, "%s: the probes do not assemble", what);
+			else
+				done++;
+			free(mod);
+			free(text);
+		}
+		gpuext_object__close(obj);
+		gpuext_runtime__free(rt);
+	}
+	printf("test_codegen_ptx_probe: %u probe-tool emissions assembled\n", done);
+}
+
 static void test_refusals(void)
 {
 	struct gpuext_runtime *rt = new_rt();
@@ -450,6 +512,7 @@ int main(void)
 	}
 	test_probe_all();
 	test_refusals();
+	test_tools();
 	{
 		char path[128];
 

@@ -220,7 +220,8 @@ static const char rt_common[] =
 	"unsupp:\n"
 	"  ret i64 -95\n"
 	"}\n"
-	/* 3: bpf_map_delete_elem: hash entries are deleted; array entries cannot be; other maps are not on the device */
+	/* 3: bpf_map_delete_elem: hash entries are deleted; array entries cannot be; other
+	 * maps are not on the device */
 	"define i64 @gpuext_rt_helper_3(i64 %m, i64 %k, i64 %a3, i64 %a4, i64 %a5) {\n"
 	"entry:\n"
 	"  %d = inttoptr i64 %m to ptr\n"
@@ -549,7 +550,8 @@ static const char rt_hash[] =
 	"  %p = getelementptr inbounds i8, ptr %hdr, i64 %o16\n"
 	"  ret ptr %p\n"
 	"}\n"
-	/* The FULL bucket holding @key, or null. A BUSY bucket is waited for: the insert that claimed it has happened. */
+	/* The FULL bucket holding @key, or null. A BUSY bucket is waited for: the insert
+	 * that claimed it has happened. */
 	"define internal ptr @gx.hash_find(ptr %d, ptr %key) {\n"
 	"entry:\n"
 	"  %base = load i64, ptr %d, align 8\n"

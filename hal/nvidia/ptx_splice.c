@@ -147,7 +147,7 @@ struct splicer {
 	unsigned label_seq;
 	int sm;			/* .target sm_XX; 0 unknown */
 	unsigned ver;		/* .version as major * 10 + minor */
-	bool have_version, have_target;
+	bool have_version, have_target, have_addr64;
 	size_t ver_start, ver_end, hdr_end;
 	size_t sm_start, sm_end;	/* the "sm_NN" token of .target (sm_end 0: none) */
 	unsigned need_ver;	/* what the probes need: PTX ISA version ... */
@@ -774,8 +774,17 @@ static bool emit_addr(struct splicer *s, const char *op, bool generic)
 	n = strcspn(op + 1, "]");
 	if (op[1 + n] != ']' || n == 0 || n >= sizeof(base))
 		return false;
-	memcpy(base, op + 1, n);
-	base[n] = '\0';
+	/* "[ %rd1 + 0 ]" (Triton) reads as "[%rd1+0]" */
+	{
+		size_t o = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (op[1 + i] != ' ')
+				base[o++] = op[1 + i];
+		base[o] = '\0';
+		if (!o)
+			return false;
+	}
 	plus = strpbrk(base + 1, "+-");
 	if (plus) {
 		char *end;
@@ -784,12 +793,10 @@ static bool emit_addr(struct splicer *s, const char *op, bool generic)
 		if (*num == '+')
 			num++;
 		off = strtoll(num, &end, 0);
-		if (*end && *end != ' ')
+		if (*end)
 			return false;
 		*plus = '\0';
 	}
-	for (char *e = base + strlen(base); e > base && e[-1] == ' ';)
-		*--e = '\0';
 	if (base[0] == '%') {
 		if (reg_size(s, base) == 4)
 			oprintf(&s->out, "\tcvt.u64.u32 %%%s_a, %s;\n", p, base);
@@ -1214,6 +1221,7 @@ static void module(struct splicer *s)
 			} else if (!strncmp(t, ".address_size", 13)) {
 				if (strcmp(t + 13, " 64"))
 					fail(s, s->st.line, "only 64-bit modules are spliced (%s)", t);
+				s->have_addr64 = true;
 				s->hdr_end = s->st.end;
 			}
 			break;
@@ -1241,6 +1249,11 @@ static void module(struct splicer *s)
 			}
 			inst = h.entry && (!s->pack->kernel_filter[0] ||
 					   !fnmatch(s->pack->kernel_filter, h.name, 0));
+			if (inst && !s->have_addr64) {
+				/* without .address_size, PTX addresses are 32-bit: our code is 64-bit */
+				fail(s, line, "kernel %s: the module has no .address_size 64", h.name);
+				break;
+			}
 			if (h.entry)
 				s->stats->kernels++;
 			if (inst) {

@@ -1,10 +1,12 @@
 # hal/nvidia/splice.cmake: the splicer's test (included by nvidia.cmake, which builds
 # ptx_splice.c into gpuext_nv). test_nv_splice also links libgpuext (every tests/test_*.c
-# does) to emit real probes with codegen/ptx; it runs nvcc at test time when found.
+# does) to emit real probes with codegen/ptx; at test time it compiles tests/nv/splice/*.cu
+# with nvcc and with clang's CUDA mode when they are found.
 find_program(GPUEXT_NVCC_EXE NAMES nvcc HINTS /usr/local/cuda/bin)
 if(TARGET test_nv_splice)
   target_link_libraries(test_nv_splice PRIVATE gpuext_nv)
-  target_compile_definitions(test_nv_splice PRIVATE GPUEXT_NVCC="${GPUEXT_NVCC_EXE}")
+  target_compile_definitions(test_nv_splice PRIVATE GPUEXT_NVCC="${GPUEXT_NVCC_EXE}"
+                             GPUEXT_CUDA_CLANG="${BPF_CLANG}")
   set_tests_properties(test_nv_splice PROPERTIES SKIP_RETURN_CODE 77)
 endif()
 if(TARGET test_codegen_ptx_probe)

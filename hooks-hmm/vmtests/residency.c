@@ -132,6 +132,11 @@ int main(void)
 	GX_CHECK(!strcmp(list, "0 1 2 3"), "after a re-fault: '%s', want '0 1 2 3'", list);
 	GX_CHECK(gx_stats(fd).evictions == 0, "no eviction yet");
 
+	/* The device writes block 1's resident page 0: eviction must carry it back. */
+	fill(buf, GX_PAGE, va + GX_BLOCK, 5);
+	GX_CHECK(gx_dev_rw(fd, va + GX_BLOCK, buf, GX_PAGE, 1) == 0, "device write of block 1");
+	GX_CHECK(gx_stats(fd).faults == 5, "a device write to a resident page is no fault");
+
 	gx_access(fd, va + 4 * GX_BLOCK, 1, GX_ACC_FLUSH);
 	gx_used_list(fd, id0, list, sizeof(list));
 	st = gx_stats(fd);
@@ -147,8 +152,12 @@ int main(void)
 	GX_CHECK(!strcmp(list, "2 3 4 5"), "second victim: '%s', want '2 3 4 5'", list);
 	/* Evicted data came back to system memory intact, without CPU faults. */
 	st0 = gx_stats(fd);
-	bad = mismatch(m, 2 * GX_BLOCK, va, 3);
+	bad = mismatch(m, GX_BLOCK, va, 3);
 	GX_CHECK(bad == SIZE_MAX, "evicted data differs at byte %zu", bad);
+	bad = mismatch(m + GX_BLOCK, GX_PAGE, va + GX_BLOCK, 5);
+	GX_CHECK(bad == SIZE_MAX, "device-written page after eviction differs at byte %zu", bad);
+	bad = mismatch(m + GX_BLOCK + GX_PAGE, GX_BLOCK - GX_PAGE, va + GX_BLOCK + GX_PAGE, 3);
+	GX_CHECK(bad == SIZE_MAX, "evicted data differs at byte %zu of block 1", bad);
 	GX_CHECK(gx_stats(fd).cpu_faults == st0.cpu_faults, "evicted pages needed CPU faults");
 	/* Blocks 2..5 are still on the device: reading them migrates them back. */
 	bad = mismatch(m + 2 * GX_BLOCK, 6 * GX_BLOCK, va + 2 * GX_BLOCK, 3);

@@ -41,9 +41,20 @@ typedef uint64_t gx_u64;
 /* ---- memory ---- */
 
 /* Opaque driver objects: a policy passes them to kfuncs, never dereferences them. */
+#if defined(__bpf__)
+/*
+ * Complete (empty) types on the BPF side: libbpf matches a kfunc's argument
+ * types against the kernel module's BTF, and never takes a forward
+ * declaration as matching the module's real struct.
+ */
+struct gpu_block {};
+struct gpu_list {};
+struct gpu_region {};
+#else
 struct gpu_block;	/* one 2 MiB block of a managed range (NVIDIA: a root chunk) */
 struct gpu_list;	/* an eviction list (NVIDIA: the used / unused root-chunk lists) */
 struct gpu_region;	/* a prefetch region being decided (write it with a kfunc) */
+#endif
 
 /* Portable facts about one block, filled by the driver before each hook. */
 struct gpu_block_info {

@@ -259,6 +259,20 @@ if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   say "PyTorch kernels seen: $(grep -cE '^  (sass-only|error)' "$logs/torch_kernels.log" 2>/dev/null) not instrumentable; $(grep -E '^kernels:' "$logs/torch_kernels.log")"
 fi
 
+if python3 "$src/triton_add.py" 100000 >"$logs/base_triton.log" 2>&1; then
+  traced th_triton threadhist --kernel 'triton_add*' --per-thread --interval 0 --out "$logs/th_triton.csv" -- \
+      python3 "$src/triton_add.py" 100000
+  st=$(grep -E '^  (sass-only|error)' "$logs/th_triton.log" | head -n 3 | tr -s ' ' | paste -sd';')
+  if grep -qE '^kernels: [0-9]+ seen, [1-9]' "$logs/th_triton.log"; then
+    check threadhist th_triton_perthread "$logs/th_triton.log" "$logs/th_triton.csv" thread
+    check same same_th_triton "$logs/base_triton.log" "$logs/th_triton.log"
+  else
+    say "Triton: its module was not instrumented (${st:-no kernel seen}): Triton loads a cubin; CuPy/ptxload cover PTX-carrying framework modules"
+  fi
+else
+  say "Triton not usable here: $(tail -n 1 "$logs/base_triton.log")"
+fi
+
 npass=$(grep -c '^PASS' "$out/checks.txt"); nfail=$(grep -c '^FAIL' "$out/checks.txt")
 say "checks: $npass passed, $nfail failed"
 
