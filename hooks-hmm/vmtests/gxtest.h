@@ -159,6 +159,39 @@ static inline uint8_t gx_pattern(uint64_t va, unsigned gen)
 	return (uint8_t)(x >> 56) ^ (uint8_t)va;
 }
 
+#define GX_EVENTS "/sys/kernel/debug/gpuext/events"
+
+/* Empties gpuext.ko's event ring (debugfs; writing clears it). */
+static inline void gx_events_clear(void)
+{
+	FILE *f = fopen(GX_EVENTS, "w");
+
+	if (!f || fputs("x", f) < 0 || fclose(f))
+		gx_die("clear %s: %s", GX_EVENTS, strerror(errno));
+}
+
+/*
+ * The events since the last read, only lines starting with @prefix
+ * ("evict ", "prefetch "), joined with ';' into @out.
+ */
+static inline void gx_events(const char *prefix, char *out, size_t len)
+{
+	FILE *f = fopen(GX_EVENTS, "r");
+	char line[256];
+	size_t o = 0;
+
+	if (!f)
+		gx_die("open %s: %s", GX_EVENTS, strerror(errno));
+	out[0] = 0;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		if (strncmp(line, prefix, strlen(prefix)))
+			continue;
+		o += (size_t)snprintf(out + o, o < len ? len - o : 0, "%s%s", o ? ";" : "", line);
+	}
+	fclose(f);
+}
+
 static inline int gx_finish(void)
 {
 	if (gx_failures) {

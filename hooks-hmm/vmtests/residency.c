@@ -117,6 +117,7 @@ int main(void)
 	close(fd);
 
 	/* ---- pressure: stock victim order ---- */
+	gx_events_clear();
 	fd = gx_open();
 	gx_config(fd, 4, 0, GX_CFG_PREFETCH_OFF);
 	fill(m, NBLK * GX_BLOCK, va, 3);
@@ -150,6 +151,15 @@ int main(void)
 	gx_access(fd, va + 5 * GX_BLOCK, 1, GX_ACC_FLUSH);
 	gx_used_list(fd, id0, list, sizeof(list));
 	GX_CHECK(!strcmp(list, "2 3 4 5"), "second victim: '%s', want '2 3 4 5'", list);
+	/* What the scenario differential reads: the adapter's evict events, in order. */
+	{
+		char ev[512], want[128];
+
+		gx_events("evict ", ev, sizeof(ev));
+		snprintf(want, sizeof(want), "evict %llu;evict %llu", (unsigned long long)id0,
+			 (unsigned long long)id0 + 1);
+		GX_CHECK(!strcmp(ev, want), "events '%s', want '%s'", ev, want);
+	}
 	/* Evicted data came back to system memory intact, without CPU faults. */
 	st0 = gx_stats(fd);
 	bad = mismatch(m, GX_BLOCK, va, 3);
@@ -209,9 +219,18 @@ int main(void)
 	gx_config(fd, 4, 0, 0);
 	if (gx_range_add(fd, m, 0, NBLK * GX_BLOCK, 0))
 		gx_die("range add: %s", strerror(errno));
+	gx_events_clear();
 	gx_access(fd, va + 10 * GX_PAGE, 1, GX_ACC_FLUSH);
 	bs = gx_block(fd, id0);
 	st = gx_stats(fd);
+	{
+		char ev[512], want[128];
+
+		gx_events("prefetch ", ev, sizeof(ev));
+		snprintf(want, sizeof(want), "prefetch %llu 0-9;prefetch %llu 11-15",
+			 (unsigned long long)id0, (unsigned long long)id0);
+		GX_CHECK(!strcmp(ev, want), "events '%s', want '%s'", ev, want);
+	}
 	GX_CHECK(bs.resident[0] == 0xffff && st.pages_prefetched == 15,
 		 "stock prefetch: mask %#llx prefetched %llu (want 0xffff, 15)",
 		 (unsigned long long)bs.resident[0], (unsigned long long)st.pages_prefetched);
