@@ -84,6 +84,21 @@ static int write_events_clear(void)
 	return 0;
 }
 
+/* A gpuext.ko module parameter (the default prefetch rule's knobs). */
+static void set_param(const char *name, uint64_t value)
+{
+	char path[128], buf[32];
+	int fd, n;
+
+	snprintf(path, sizeof(path), "/sys/module/gpuext/parameters/%s", name);
+	fd = open(path, O_WRONLY);
+	n = snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)value);
+	if (fd < 0 || write(fd, buf, (size_t)n) != n)
+		printf("# cannot set %s=%llu: %s\n", path, (unsigned long long)value, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
 static uint64_t script_task(struct replay *r, uint64_t kid, bool *found)
 {
 	for (unsigned i = 0; i < r->ntasks; i++)
@@ -442,12 +457,18 @@ static int exec_cmd(struct replay *r, char **w, int n)
 				r->capacity = (uint32_t)a;
 			else if ((x = kv(w[i], "batch")) && parse_num(x, &a))
 				r->batch = (uint32_t)a;
+			/*
+			 * The simulator's prefetch=off turns off the default rule only (a
+			 * policy's prefetch hook still runs): on gpuext.ko that is a
+			 * threshold no subtree can pass. (The mock's GX_CFG_PREFETCH_OFF
+			 * would skip the hook too.)
+			 */
 			else if ((x = kv(w[i], "prefetch")) && !strcmp(x, "off"))
-				r->flags |= GX_CFG_PREFETCH_OFF;
+				set_param("prefetch_threshold", 100);
 			else if ((x = kv(w[i], "prefetch")) && !strcmp(x, "on"))
 				;
-			else if ((x = kv(w[i], "big_page_kb")) && !strcmp(x, "0"))
-				;	/* the mock has no 64 KiB growth: equal to big_page_kb=0 */
+			else if ((x = kv(w[i], "big_page_kb")) && parse_num(x, &a) && a <= 256)
+				set_param("big_page_pages", a <= 4 ? 1 : a / 4);
 			else
 				snprintf(r->unsupported, sizeof(r->unsupported), "%s", w[i]);
 		}
@@ -500,6 +521,10 @@ static void variant_end(struct replay *r)
 static void variant_begin(struct replay *r, const char *name)
 {
 	int errors = r->errors;
+
+	/* gpuext.ko's defaults, as the simulator's (a `gpu` line may change them) */
+	set_param("prefetch_threshold", 51);
+	set_param("big_page_pages", 16);
 
 	*r = (struct replay){ .policy_dirs = { r->policy_dirs[0], r->policy_dirs[1], NULL },
 			      .gpu_fd = -1, .errors = errors };
