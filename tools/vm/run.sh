@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs gpuext's kernel-side tests in QEMU guests; see --help and README.md.
 set -euo pipefail
+# shellcheck source=tools/vm/lib.sh
 . "$(dirname "$0")/lib.sh"
 
 usage() {
@@ -66,7 +67,7 @@ mkdir -p "$vmout"
 
 # Folders holding modules (Kbuild) and/or VM tests (vmtests/*.c), in
 # module load order: gpuext.ko first, its adapters after it.
-MOD_DIRS=(core/kernel hooks-hmm hooks-drmsched tools/vm/selftest)
+MOD_DIRS=(core/kernel hooks-hmm hooks-drmsched conformance/kernel tools/vm/selftest)
 slug() { echo "${1//\//-}"; }
 
 # ---- static test programs (the same binaries serve every track) ---------
@@ -237,7 +238,9 @@ make_initramfs() {
 		if grep -q "^$s " "$res/kbuild/skipped"; then
 			for t in "$vmout/tests/$s"/*; do
 				[ -x "$t" ] && [ -f "$t" ] || continue
-				host_result "$s/$(basename "$t") SKIP the $trk kernel lacks$(grep "^$s " "$res/kbuild/skipped" | cut -d' ' -f2-)"
+				# shellcheck disable=SC2053 # $only is a glob on purpose
+				[[ $s/$(basename "$t") == $only ]] || continue
+				host_result "$s/$(basename "$t") SKIP the $trk kernel lacks $(grep "^$s " "$res/kbuild/skipped" | cut -d' ' -f2-)"
 			done
 			continue
 		fi
@@ -393,9 +396,48 @@ run_track() {
 	gx_log "$trk: kernel ${times[$trk.kernel]}s, modules ${times[$trk.modules]}s, boot+tests ${times[$trk.boot]}s; results in $res"
 }
 
+# The scenario differential (conformance/kernel/README.md): the scenarios
+# lowered on the simulator travel with kscn; after the tracks ran, the
+# decisions each kernel logged are compared with the simulator's.
+lowered=$vmout/tests/conformance-kernel/lowered
+lower_scenarios() {
+	rm -rf "$lowered"
+	if [ ! -x "$build/gpuext-scn-lower" ]; then
+		host_result "conformance-kernel/lower FAIL $build/gpuext-scn-lower is not built"
+		return
+	fi
+	mkdir -p "$lowered"
+	if ! "$build/gpuext-scn-lower" --out "$lowered" --policy-dir "$build/policies" \
+		--policy-dir "$build/tests/bpf" conformance/scenarios/*.scn >"$vmout/lower.log" 2>&1; then
+		cat "$vmout/lower.log" >&2
+		host_result "conformance-kernel/lower FAIL the scenarios do not pass on the simulator"
+	fi
+}
+scenario_diff() {
+	local outs=() t log
+	[ -d "$lowered" ] || return 0
+	for t in "${tracks[@]}"; do
+		log=$vmout/$t/tests/conformance-kernel_kscn.log
+		[ -s "$log" ] && outs+=("$log")
+	done
+	[ ${#outs[@]} -gt 0 ] || return 0
+	cat "$lowered"/*.lowered >"$vmout/lowered-all.txt"
+	if "$build/gpuext-scn-diff" --known conformance/kernel/known-differences.txt \
+		"$vmout/lowered-all.txt" "${outs[@]}" >"$vmout/scenario-diff.txt" 2>&1; then
+		echo "GXVM-RESULT scenario-differential PASS $(tail -n 1 "$vmout/scenario-diff.txt")" \
+			>>"$vmout/${tracks[0]}/results.txt"
+	else
+		grep -v '^SKIP' "$vmout/scenario-diff.txt" | head -n 60 | sed 's/^/vm: /' >&2
+		echo "GXVM-RESULT scenario-differential FAIL $(tail -n 1 "$vmout/scenario-diff.txt")" \
+			>>"$vmout/${tracks[0]}/results.txt"
+	fi
+}
+
 declare -A times kvers
 build_tests
+lower_scenarios
 for t in "${tracks[@]}"; do run_track "$t"; done
+scenario_diff
 
 # ---- summary: test x track ------------------------------------------------
 

@@ -22,6 +22,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -585,6 +586,18 @@ static int replay_file(struct replay *r, const char *path)
 	return 0;
 }
 
+/* libbpf's warnings (why the kernel refused a policy) go into the log as comments. */
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char buf[1024];
+
+	if (level != LIBBPF_WARN)
+		return 0;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	buf[strcspn(buf, "\n")] = '\0';
+	return printf("# libbpf: %s\n", buf);
+}
+
 static int cmp_names(const struct dirent **a, const struct dirent **b)
 {
 	return strcmp((*a)->d_name, (*b)->d_name);
@@ -619,7 +632,7 @@ int main(int argc, char **argv)
 		printf("SKIP: no .lowered files in %s\n", dir);
 		return 77;
 	}
-	libbpf_set_print(NULL);
+	libbpf_set_print(libbpf_log);
 	for (int i = 0; i < n; i++) {
 		char path[1024];
 
