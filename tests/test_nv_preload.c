@@ -559,6 +559,95 @@ static bool has_launch(const struct gx_launch_rec *r, size_t n, const char *name
 	return false;
 }
 
+struct sync_seen {
+	struct gpuext_map *arr;
+	uint64_t v;
+};
+
+static void read_key1(void *arg)
+{
+	struct sync_seen *ss = arg;
+	uint32_t key = 1;
+
+	gpuext_map__lookup(ss->arr, &key, &ss->v);
+}
+
+/*
+ * nvcc's static cudart: libcuda reached through cuGetProcAddress only, cuInit
+ * after our library initialised, a driver whose exit teardown (registered in
+ * cuInit) leaves nothing readable, and nothing unloaded by the app. GPU run 3
+ * read 0 from every array here. The exit mirror must run before that
+ * teardown; a synchronizing call must mirror at once (the periodic mirror is
+ * stretched to 10 minutes so it cannot be the one that did it).
+ */
+static void test_cudart_exit(void)
+{
+	GPUEXT_OPTS(gpuext_runtime_opts, ro, .publish_maps = true, .nr_cpu_slots = 4);
+	GPUEXT_OPTS(gpuext_map_def, ad, .name = "counts", .type = BPF_MAP_TYPE_ARRAY, .key_size = 4,
+		    .value_size = 8, .max_entries = 4);
+	char tmp[] = "/tmp/gpuext-nvcudart-XXXXXX", dir[600], cache[600];
+	struct gpuext_runtime *rt = NULL;
+	struct gpuext_map *arr = NULL;
+	struct sync_seen ss = { 0 };
+	uint32_t key = 1;
+	uint64_t v = 0;
+	struct gx_pack pack;
+	struct run run;
+
+	if (!mkdtemp(tmp)) {
+		CHECK(!"mkdtemp");
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s/trace", tmp);
+	snprintf(cache, sizeof(cache), "%s/cache", tmp);
+	mkdir(dir, 0755);
+	CHECK_EQ_INT(gpuext_runtime__new(&ro, &rt), 0);
+	CHECK_EQ_INT(gpuext_map__create(rt, &ad, &arr), 0);
+	if (!arr)
+		goto out;
+	memset(&pack, 0, sizeof(pack));
+	pack.events = 1u << GX_PROBE_ENTRY;
+	snprintf(pack.kernel_filter, sizeof(pack.kernel_filter), "[vl]*");
+	pack.map_cnt = 1;
+	pack_map(&pack.maps[0], arr, 1);
+	pack.ptx = (char *)pack_ptx;
+	pack.ptx_len = sizeof(pack_ptx) - 1;
+	CHECK_EQ_INT(gx_pack_write(dir, &pack), 0);
+
+	setenv("FAKECUDA_ATEXIT_DEINIT", "1", 1);
+	setenv("GPUEXT_NV_MIRROR_MS", "600000", 1);
+	setenv("FAKEAPP_MODE", "cudart", 1);
+	run_app(dir, cache, tmp, false, NULL, NULL, &run);
+	if (getenv("NV_DEBUG"))
+		fprintf(stderr, "--- out:\n%s--- err:\n%s--- log:\n%s", run.out, run.err, run.log);
+	CHECK(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
+	CHECK_STR_CONTAINS(run.out, "table yes");
+	CHECK_EQ_INT(gpuext_map__lookup(arr, &key, &v), 0);
+	CHECK_EQ_U64(v, 42);	/* mirrored at exit, ahead of the driver's teardown */
+	run_free(&run);
+
+	v = 0;
+	CHECK_EQ_INT(gpuext_map__update(arr, &key, &v, BPF_ANY), 0);
+	ss.arr = arr;
+	setenv("FAKEAPP_MODE", "cudart_sync", 1);
+	run_app(dir, cache, tmp, false, read_key1, &ss, &run);
+	CHECK(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
+	CHECK_EQ_U64(ss.v, 42);	/* while the app still runs: the cuCtxSynchronize mirror */
+	run_free(&run);
+out:
+	unsetenv("FAKECUDA_ATEXIT_DEINIT");
+	unsetenv("GPUEXT_NV_MIRROR_MS");
+	unsetenv("FAKEAPP_MODE");
+	gpuext_runtime__free(rt);
+	if (!getenv("GPUEXT_KEEP_TMP")) {
+		char cmd[700];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+		if (system(cmd) != 0)
+			fprintf(stderr, "could not remove %s\n", tmp);
+	}
+}
+
 static void kernel_line(char *buf, size_t len, pid_t pid, const char *status, const char *name)
 {
 	nv_kernel_line(buf, len, (unsigned)pid, gx_kernel_id(name, strlen(name)), status, name);
@@ -807,6 +896,7 @@ int main(void)
 	test_shm_hash();
 #ifdef GPUEXT_NVPROBE_SO
 	test_e2e();
+	test_cudart_exit();
 #else
 	fprintf(stderr, "test_nv_preload: libgpuext-nvprobe.so is not built here (see "
 		"hal/nvidia/nvidia.cmake): end-to-end part skipped\n");

@@ -282,6 +282,18 @@ static void splice_one(const char *what, const char *ptx, size_t len, const stru
 	CHECK_EQ_INT(count_str(out, "call gpuext_probe_store,"), st.store_sites);
 	/* Kernel ids are gx_kernel_id() of the names, as immediates. */
 	CHECK_EQ_INT(count_str(out, "// gpuext: probe context"), c.kernels);
+	/* Only the context fields the probes read are stored (offsets from gpuext/probe.h). */
+	if (c.kernels && strstr(pc->pack.ptx, "// gpuext-ctx-words 0x010100f3\n")) {
+		CHECK(!strstr(out, "_ctx+88]"));	/* lane_id */
+		CHECK(!strstr(out, "_ctx+92]"));	/* warp_id */
+		CHECK(!strstr(out, "_ctx+36]"));	/* event */
+		CHECK(!strstr(out, "_ctx+8]"));		/* timer_ns */
+		CHECK(count_str(out, "_ctx+96]") >= c.kernels);	/* sm_id, at each entry */
+		CHECK(count_str(out, "_ctx+64]") >= c.kernels);	/* block_id[0] */
+	} else if (c.kernels && !strstr(pc->pack.ptx, "// gpuext-ctx-words")) {
+		CHECK(count_str(out, "_ctx+88]") >= c.kernels);	/* no mask: every field */
+		CHECK(count_str(out, "_ctx+92]") >= c.kernels);
+	}
 	/* Deterministic. */
 	rc = gx_ptx_splice(ptx, len, &pc->pack, &out2, &olen2, &st2, err, sizeof(err));
 	CHECK(!rc && olen2 == olen && !memcmp(out, out2, olen));
@@ -710,6 +722,12 @@ int main(void)
 				printf("probe_all map %zu: %s\n", i,
 				       gpuext_map__name(gpuext_object__map(obj, i)));
 		}
+		/*
+		 * The context words probe_all reads: kernel_id (0-1), addr (4-5),
+		 * value (6-7), block_id[0] (16), sm_id (24); nothing else is
+		 * filled at its sites (the warp/lane/grid stores are left out).
+		 */
+		CHECK_STR_CONTAINS(emitted[m], "\n// gpuext-ctx-words 0x010100f3\n");
 		packs[npacks].name = m ? "probe_all (per-thread)" : "probe_all (warp)";
 		packs[npacks].pack.events = ev;
 		packs[npacks].pack.per_thread = m == 1;

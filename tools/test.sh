@@ -54,4 +54,7 @@ for fz in build-asan/fuzz_*; do
   tail -n 8 "build-asan/$name.log"
 done
 
+step "kernel side in QEMU guests (tools/vm, stock + hmm tracks)"
+tools/vm/run.sh --track all --build-dir build
+
 step "all tests passed in $(( $(date +%s) - start ))s"

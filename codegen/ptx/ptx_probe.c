@@ -255,8 +255,8 @@ static int wrapper_ir(size_t *cnt, size_t nprogs, bool per_thread, char **out)
  * version and target the text needs (the splicer raises the app's module
  * to them).
  */
-static int strip_header(const char *in, size_t n, const char *sm, uint32_t events, char **text,
-			size_t *len)
+static int strip_header(const char *in, size_t n, const char *sm, uint32_t events, uint32_t words,
+			char **text, size_t *len)
 {
 	char version[16] = "8.0", head[256];
 	size_t hl, o = 0;
@@ -277,9 +277,11 @@ static int strip_header(const char *in, size_t n, const char *sm, uint32_t event
 	}
 	hl = (size_t)snprintf(head, sizeof(head),
 			      "// gpuext device probes (codegen/ptx/ptx_probe.c):%s%s%s%s\n"
-			      "// gpuext-ptx-version %s\n// gpuext-ptx-target %s\n",
+			      "// gpuext-ptx-version %s\n// gpuext-ptx-target %s\n"
+			      "// gpuext-ctx-words 0x%08x\n",
 			      events & 1 ? " entry" : "", events & 2 ? " exit" : "",
-			      events & 4 ? " load" : "", events & 8 ? " store" : "", version, sm);
+			      events & 4 ? " load" : "", events & 8 ? " store" : "", version, sm,
+			      words);
 	buf = malloc(hl + n + 1);
 	if (!buf)
 		return -ENOMEM;
@@ -302,6 +304,174 @@ static int strip_header(const char *in, size_t n, const char *sm, uint32_t event
 	*text = buf;
 	*len = o;
 	return 0;
+}
+
+/*
+ * Which 4-byte words of struct gpuext_probe_ctx a probe reads (bit w: bytes
+ * 4w..4w+3), so the splicer fills only those at every site instead of all 112
+ * bytes in every thread (GPU run 3: the fill alone cost 1.3-8x). A forward
+ * dataflow over the verified bytecode tracks registers holding ctx + a
+ * constant (r1 at entry, copies, += / -= constants); a load through one at a
+ * constant offset reads those words. Anything else done with such a pointer —
+ * passed to a call, stored, other arithmetic, two offsets meeting at a join,
+ * an access outside the struct — and every word is read (conservative).
+ */
+#define CTX_WORDS ((uint32_t)(sizeof(struct gpuext_probe_ctx) / 4))
+#define CTX_ALL ((uint32_t)((1ull << CTX_WORDS) - 1))
+#define NOT_CTX INT32_MIN
+
+static uint32_t ctx_span(int32_t off, unsigned size)
+{
+	uint32_t m = 0;
+
+	if (off < 0 || (uint32_t)off + size > sizeof(struct gpuext_probe_ctx))
+		return CTX_ALL;
+	for (uint32_t w = (uint32_t)off / 4; w <= ((uint32_t)off + size - 1) / 4; w++)
+		m |= 1u << w;
+	return m;
+}
+
+static bool ctx_merge(int32_t *into, const int32_t *from)
+{
+	bool changed = false;
+
+	for (int r = 0; r < 11; r++) {
+		if (into[r] == from[r])
+			continue;
+		/* NOT_CTX meeting ctx+k: keep ctx+k (over-reads, never under-reads) */
+		if (into[r] == NOT_CTX) {
+			into[r] = from[r];
+			changed = true;
+		} else if (from[r] != NOT_CTX) {
+			return into[0] = INT32_MAX, true;	/* two offsets: give up */
+		}
+	}
+	return changed;
+}
+
+static unsigned ldx_bytes(uint8_t code)
+{
+	switch (BPF_SIZE(code)) {
+	case BPF_B:
+		return 1;
+	case BPF_H:
+		return 2;
+	case BPF_W:
+		return 4;
+	default:
+		return 8;
+	}
+}
+
+static uint32_t ctx_words(const struct bpf_insn *in, size_t cnt)
+{
+	int32_t (*st)[11] = NULL;
+	size_t *work = NULL, nw = 0;
+	bool *queued = NULL;
+	uint32_t words = 0;
+
+	if (!in || !cnt)
+		return CTX_ALL;
+	st = malloc(cnt * sizeof(*st));
+	work = malloc(cnt * sizeof(*work));
+	queued = calloc(cnt, sizeof(*queued));
+	if (!st || !work || !queued) {
+		words = CTX_ALL;
+		goto out;
+	}
+	for (size_t i = 0; i < cnt; i++)
+		for (int r = 0; r < 11; r++)
+			st[i][r] = NOT_CTX;
+	st[0][1] = 0;
+	work[nw++] = 0;
+	queued[0] = true;
+	while (nw && words != CTX_ALL) {
+		size_t pc = work[--nw], succ[2];
+		const struct bpf_insn *n = &in[pc];
+		uint8_t cls = BPF_CLASS(n->code), op = BPF_OP(n->code);
+		int32_t r[11];
+		int ns = 0;
+
+		queued[pc] = false;
+		memcpy(r, st[pc], sizeof(r));
+		if (r[0] == INT32_MAX || n->dst_reg > 10 || n->src_reg > 10) {
+			words = CTX_ALL;
+			break;
+		}
+		succ[ns++] = pc + 1;
+		switch (cls) {
+		case BPF_LDX:
+			if (r[n->src_reg] != NOT_CTX)
+				words |= ctx_span(r[n->src_reg] + n->off,
+						  ldx_bytes(n->code));
+			r[n->dst_reg] = NOT_CTX;
+			break;
+		case BPF_ST:
+		case BPF_STX:
+			if (r[n->dst_reg] != NOT_CTX || (cls == BPF_STX && r[n->src_reg] != NOT_CTX))
+				words = CTX_ALL;
+			if (cls == BPF_STX && BPF_MODE(n->code) == BPF_ATOMIC)
+				r[0] = NOT_CTX;	/* cmpxchg writes r0; fetch forms src */
+			break;
+		case BPF_LD:
+			if (n->code != (BPF_LD | BPF_IMM | BPF_DW))
+				words = CTX_ALL;
+			r[n->dst_reg] = NOT_CTX;
+			succ[0] = pc + 2;
+			break;
+		case BPF_ALU64:
+		case BPF_ALU:
+			if (cls == BPF_ALU64 && op == BPF_MOV && BPF_SRC(n->code) == BPF_X && !n->off) {
+				r[n->dst_reg] = r[n->src_reg];
+			} else if (cls == BPF_ALU64 && (op == BPF_ADD || op == BPF_SUB) &&
+				   BPF_SRC(n->code) == BPF_K && r[n->dst_reg] != NOT_CTX) {
+				int64_t o = (int64_t)r[n->dst_reg] + (op == BPF_ADD ? n->imm : -(int64_t)n->imm);
+
+				r[n->dst_reg] = o < -4096 || o > 4096 ? INT32_MAX : (int32_t)o;
+				if (r[n->dst_reg] == INT32_MAX)
+					words = CTX_ALL;
+			} else {
+				if (r[n->dst_reg] != NOT_CTX ||
+				    (BPF_SRC(n->code) == BPF_X && r[n->src_reg] != NOT_CTX))
+					words = CTX_ALL;
+				r[n->dst_reg] = NOT_CTX;
+			}
+			break;
+		case BPF_JMP:
+		case BPF_JMP32:
+			if (op == BPF_EXIT) {
+				ns = 0;
+			} else if (op == BPF_CALL) {
+				for (int a = 1; a <= 5; a++)
+					if (r[a] != NOT_CTX)
+						words = CTX_ALL;
+				for (int a = 0; a <= 5; a++)
+					r[a] = NOT_CTX;
+			} else if (op == BPF_JA) {
+				succ[0] = pc + 1 + (cls == BPF_JMP ? n->off : n->imm);
+			} else {
+				succ[ns++] = pc + 1 + n->off;
+			}
+			break;
+		default:
+			words = CTX_ALL;
+		}
+		for (int k = 0; k < ns; k++) {
+			if (succ[k] >= cnt) {
+				words = CTX_ALL;
+				break;
+			}
+			if (ctx_merge(st[succ[k]], r) && !queued[succ[k]]) {
+				queued[succ[k]] = true;
+				work[nw++] = succ[k];
+			}
+		}
+	}
+out:
+	free(st);
+	free(work);
+	free(queued);
+	return words;
 }
 
 /* Checks @prog may become device code: verified as a device probe, object-wide map indexes. */
@@ -349,7 +519,7 @@ int gpuext_ptx_probe_emit(struct gpuext_object *obj, const char *sm, bool per_th
 	LLVMContextRef ctx = NULL;
 	LLVMTargetRef target;
 	char *msg = NULL, *ir = NULL;
-	uint32_t ev = 0;
+	uint32_t ev = 0, words = 0;
 	bool vars = false;
 	int err = 0;
 
@@ -427,6 +597,7 @@ int gpuext_ptx_probe_emit(struct gpuext_object *obj, const char *sm, bool per_th
 			continue;
 		snprintf(name, sizeof(name), "gpuext_pr_%s_%zu", ev_names[e], cnt[e]++);
 		ev |= 1u << e;
+		words |= ctx_words(gpuext_prog__insns(p), gpuext_prog__insn_cnt(p));
 		{
 			GPUEXT_OPTS(gpuext_cg_lift_opts, lo, .target = GPUEXT_CG_PTX, .entry_name = name);
 
@@ -488,7 +659,7 @@ int gpuext_ptx_probe_emit(struct gpuext_object *obj, const char *sm, bool per_th
 
 		while (n && b[n - 1] == '\0')
 			n--;
-		err = strip_header(b, n, sm, ev, text, len);
+		err = strip_header(b, n, sm, ev, words, text, len);
 	}
 	if (!err && events)
 		*events = ev;

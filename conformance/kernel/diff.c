@@ -178,11 +178,21 @@ static void canon(const struct seg *s, struct attrs *st, char *out, size_t len)
 			memcpy(rest[nr++], s->ev[i], EV_LEN);
 	}
 	qsort(rest, nr, EV_LEN, cmp_str);
-	for (unsigned i = 0; i < nr; i++)
+	for (unsigned i = 0; i < nr; i++) {
+		/*
+		 * "default HOOK id=B" says the default ran at HOOK for B during
+		 * this command; how often is the driver's business (the
+		 * simulator asks once per block, an HMM driver once per page).
+		 */
+		if (i && !strncmp(rest[i], "default ", 8) && !strcmp(rest[i], rest[i - 1]))
+			continue;
 		o += (size_t)snprintf(out + o, o < len ? len - o : 0, "%s; ", rest[i]);
+	}
 	for (unsigned i = 0; i < st->n; i++) {
-		bool changed = i >= before.n || before.t[i].timeslice != st->t[i].timeslice ||
-			       before.t[i].level != st->t[i].level;
+		/* a task first seen here started at the defaults (1024 us, MEDIUM) */
+		long ts0 = i < before.n ? before.t[i].timeslice : 1024;
+		long lv0 = i < before.n ? before.t[i].level : 1;
+		bool changed = ts0 != st->t[i].timeslice || lv0 != st->t[i].level;
 
 		if (changed)
 			o += (size_t)snprintf(out + o, o < len ? len - o : 0,

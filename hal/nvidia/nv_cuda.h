@@ -23,6 +23,7 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUlib_st *CUlibrary;
 typedef struct CUkern_st *CUkernel;
 typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
 typedef struct CUlinkState_st *CUlinkState;
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphNode_st *CUgraphNode;
@@ -144,6 +145,10 @@ typedef CUresult (*PFN_cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUs
 typedef CUresult (*PFN_cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
 typedef CUresult (*PFN_cuStreamCreate)(CUstream *, unsigned);
 typedef CUresult (*PFN_cuStreamSynchronize)(CUstream);
+typedef CUresult (*PFN_cuCtxSynchronize)(void);
+typedef CUresult (*PFN_cuEventSynchronize)(CUevent);
+typedef CUresult (*PFN_cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
+typedef CUresult (*PFN_cuMemcpy)(CUdeviceptr, CUdeviceptr, size_t);
 typedef CUresult (*PFN_cuStreamDestroy)(CUstream);
 typedef CUresult (*PFN_cuLinkCreate)(unsigned, CUjit_option *, void **, CUlinkState *);
 typedef CUresult (*PFN_cuLinkAddData)(CUlinkState, CUjitInputType, void *, size_t, const char *,

@@ -183,6 +183,7 @@ struct nv_maps {
 	pthread_cond_t cond;
 	unsigned interval_ms;
 	void (*tick)(void *user);	/* called each round (launch records flush) */
+	_Atomic bool dirty;		/* a kernel was launched since the last mirror began */
 	void *tick_user;
 	uint64_t dev_drops[GX_PACK_MAX_MAPS];	/* ring: device drop counters seen */
 	uint64_t dead_drops[GX_PACK_MAX_MAPS];	/* ring: of contexts that are gone */

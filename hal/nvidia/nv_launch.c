@@ -56,6 +56,10 @@ static void on_launch(const void *f, unsigned gx, unsigned gy, unsigned gz, unsi
 		h = learn(f);
 	if (h && h->img)
 		nv_img_ready(h->img, x);
+	atomic_store_explicit(&g.maps.dirty, true, memory_order_relaxed);
+	/* The runtime's and driver's teardown is registered by now: go ahead of it. */
+	if (atomic_load_explicit(&g.seq, memory_order_relaxed) < 2)
+		nv_exit_rearm();
 	pthread_mutex_lock(&g.llock);
 	if (g.lcnt == NV_LAUNCH_BUF) {
 		nv_write_all(g.launches_fd, g.lbuf, sizeof(g.lbuf));

@@ -655,8 +655,12 @@ EXPORT CUresult cuModuleLoad(CUmodule *m, const char *path)
 EXPORT CUresult cuModuleUnload(CUmodule m)
 {
 	REAL_OR_FAIL(cuModuleUnload);
-	if (nv_active())
+	if (nv_active()) {
+		/* cudart unloads at exit: the last values its kernels left, before they go. */
+		if (atomic_load_explicit(&g.maps.dirty, memory_order_relaxed))
+			nv_maps__mirror(&g.maps);
 		img_forget(m);
+	}
 	return real.cuModuleUnload(m);
 }
 
@@ -760,8 +764,12 @@ EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *lib, const char *path, CUjit_op
 EXPORT CUresult cuLibraryUnload(CUlibrary lib)
 {
 	REAL_OR_FAIL(cuLibraryUnload);
-	if (nv_active())
+	if (nv_active()) {
+		/* cudart unloads at exit: the last values its kernels left, before they go. */
+		if (atomic_load_explicit(&g.maps.dirty, memory_order_relaxed))
+			nv_maps__mirror(&g.maps);
 		img_forget(lib);
+	}
 	return real.cuLibraryUnload(lib);
 }
 

@@ -469,6 +469,9 @@ int nv_maps__init(struct nv_maps *mm, const struct gx_pack *pack, const struct n
 	mm->cu = cu;
 	mm->pack = pack;
 	mm->interval_ms = 100;
+	/* Tests stretch it to tell the other mirrors (exit, sync, unload) from this one. */
+	if (getenv("GPUEXT_NV_MIRROR_MS") && atoi(getenv("GPUEXT_NV_MIRROR_MS")) > 0)
+		mm->interval_ms = (unsigned)atoi(getenv("GPUEXT_NV_MIRROR_MS"));
 	pthread_mutex_init(&mm->lock, NULL);
 	pthread_cond_init(&mm->cond, NULL);
 	if (pack->map_cnt > GX_PACK_MAX_MAPS) {
@@ -791,6 +794,8 @@ static void publish(struct nv_maps *mm)
 void nv_maps__mirror(struct nv_maps *mm)
 {
 	pthread_mutex_lock(&mm->lock);
+	/* Cleared before the copies: a launch racing with them marks the maps dirty again. */
+	atomic_store_explicit(&mm->dirty, false, memory_order_relaxed);
 	for (struct nv_ctx *x = mm->ctxs; x; x = x->next)
 		snapshot(mm, x);
 	publish(mm);

@@ -67,7 +67,15 @@
 	X(cuGraphExecKernelNodeSetParams, cuGraphExecKernelNodeSetParams, 10010, 0) \
 	X(cuGraphExecKernelNodeSetParams_v2, cuGraphExecKernelNodeSetParams, 12000, 0) \
 	X(cuGetProcAddress, cuGetProcAddress, 11030, 0)                          \
-	X(cuGetProcAddress_v2, cuGetProcAddress, 12000, 0)
+	X(cuGetProcAddress_v2, cuGetProcAddress, 12000, 0)                      \
+	X(cuCtxSynchronize, cuCtxSynchronize, 2000, 0)                           \
+	X(cuStreamSynchronize, cuStreamSynchronize, 2000, 0)                     \
+	X(cuStreamSynchronize_ptsz, cuStreamSynchronize, 7000, 1)                \
+	X(cuEventSynchronize, cuEventSynchronize, 2000, 0)                       \
+	X(cuMemcpyDtoH_v2, cuMemcpyDtoH, 3020, 0)                                \
+	X(cuMemcpyDtoH_v2_ptds, cuMemcpyDtoH, 7000, 1)                           \
+	X(cuMemcpy, cuMemcpy, 4000, 0)                                           \
+	X(cuMemcpy_ptds, cuMemcpy, 7000, 1)
 
 /* The real exports, by the exported name (signature types from nv_cuda.h). */
 struct nv_real {
@@ -99,6 +107,11 @@ struct nv_real {
 		cuGraphExecKernelNodeSetParams_v2;
 	PFN_cuGetProcAddress cuGetProcAddress;
 	PFN_cuGetProcAddress_v2 cuGetProcAddress_v2;
+	PFN_cuCtxSynchronize cuCtxSynchronize;
+	PFN_cuStreamSynchronize cuStreamSynchronize, cuStreamSynchronize_ptsz;
+	PFN_cuEventSynchronize cuEventSynchronize;
+	PFN_cuMemcpyDtoH cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds;
+	PFN_cuMemcpy cuMemcpy, cuMemcpy_ptds;
 };
 extern struct nv_real real;
 
@@ -171,6 +184,9 @@ struct nv_state {
 	size_t lcnt;
 	_Atomic uint64_t seq;
 	_Atomic bool cache_warned;
+	_Atomic bool exited;		/* nv_exit ran (it may be registered several times) */
+	_Atomic int rearmed;		/* nv_exit_rearm calls that registered nv_exit again */
+	_Atomic uint64_t sync_mirror_ns;	/* last mirror after a synchronizing call */
 };
 extern struct nv_state g;
 
@@ -182,6 +198,10 @@ uint64_t nv_now_ns(void);
 /* Fills driver_version, sm0, uniform_sm once (the driver must be usable by then). */
 void nv_devices(void);
 void nv_write_all(int fd, const void *buf, size_t len);
+/* Registers the exit mirror again, ahead of teardown registered since (see preload.c). */
+void nv_exit_rearm(void);
+/* After an app's synchronizing call: mirror now if kernels ran since the last one. */
+void nv_sync_mirror(void);
 
 /* nv_load.c */
 /* The state of the current context (set up on first sight); NULL if none. */

@@ -193,8 +193,10 @@ void nv_write_all(int fd, const void *buf, size_t len)
 
 static void ctx_created(CUresult r, CUcontext c)
 {
-	if (r == CUDA_SUCCESS && c && nv_active() && nv_maps__ctx(&g.maps, c))
+	if (r == CUDA_SUCCESS && c && nv_active() && nv_maps__ctx(&g.maps, c)) {
 		nv_maps__start(&g.maps);
+		nv_exit_rearm();
+	}
 }
 
 EXPORT CUresult cuCtxCreate(CUcontext *c, unsigned flags, CUdevice dev)
@@ -427,7 +429,7 @@ static void nv_exit(void)
 	char path[PATH_MAX + 32];
 	int fd;
 
-	if (!atomic_load(&g.active))
+	if (!atomic_load(&g.active) || atomic_exchange(&g.exited, true))
 		return;
 	nv_maps__stop(&g.maps);
 	nv_maps__mirror(&g.maps);
@@ -439,6 +441,137 @@ static void nv_exit(void)
 		nv_maps__report(&g.maps, fd, false);
 		close(fd);
 	}
+}
+
+/*
+ * atexit handlers run last-registered first. We initialise at the app's first
+ * CUDA lookup, which for the CUDA runtime (static or shared) is before its
+ * cuInit: the driver's and cudart's own teardown, registered later, then ran
+ * before our last mirror and it found every context gone (GPU run 3: arrays
+ * read 0 at exit). So nv_exit is registered again once a context exists and at
+ * the first launches, after whatever the driver and runtime registered by
+ * then; the first of the registrations to run does the work.
+ */
+void nv_exit_rearm(void)
+{
+	if (atomic_load_explicit(&g.rearmed, memory_order_relaxed) >= 4 ||
+	    atomic_fetch_add(&g.rearmed, 1) >= 4)
+		return;
+	atexit(nv_exit);
+}
+
+/*
+ * A mirror on the app's thread after it waited for the GPU: the values are
+ * then current even if the process dies without running atexit handlers
+ * (_exit, a signal) or its teardown takes the contexts down a way we do not
+ * see. Only when kernels ran since the last mirror, at most every 2 ms (a
+ * loop of sync calls costs one small copy per 2 ms; the mirror thread and
+ * the exit mirror catch what a skipped call left).
+ */
+void nv_sync_mirror(void)
+{
+	uint64_t now, last;
+	int mode;
+
+	if (!atomic_load_explicit(&g.maps.dirty, memory_order_relaxed) || !nv_active() ||
+	    atomic_load(&g.exited))
+		return;
+	now = nv_now_ns();
+	last = atomic_load_explicit(&g.sync_mirror_ns, memory_order_relaxed);
+	if (now - last < 2000000ull ||
+	    !atomic_compare_exchange_strong(&g.sync_mirror_ns, &last, now))
+		return;
+	mode = nv_capture_relax(&g.cu);
+	nv_maps__mirror(&g.maps);
+	nv_capture_restore(&g.cu, mode);
+}
+
+EXPORT CUresult cuCtxSynchronize(void)
+{
+	CUresult r;
+
+	REAL_OR_FAIL(cuCtxSynchronize);
+	r = real.cuCtxSynchronize();
+	if (r == CUDA_SUCCESS)
+		nv_sync_mirror();
+	return r;
+}
+
+EXPORT CUresult cuStreamSynchronize(CUstream s)
+{
+	CUresult r;
+
+	REAL_OR_FAIL(cuStreamSynchronize);
+	r = real.cuStreamSynchronize(s);
+	if (r == CUDA_SUCCESS)
+		nv_sync_mirror();
+	return r;
+}
+
+EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s)
+{
+	CUresult r;
+
+	REAL_OR_FAIL(cuStreamSynchronize_ptsz);
+	r = real.cuStreamSynchronize_ptsz(s);
+	if (r == CUDA_SUCCESS)
+		nv_sync_mirror();
+	return r;
+}
+
+EXPORT CUresult cuEventSynchronize(CUevent e)
+{
+	CUresult r;
+
+	REAL_OR_FAIL(cuEventSynchronize);
+	r = real.cuEventSynchronize(e);
+	if (r == CUDA_SUCCESS)
+		nv_sync_mirror();
+	return r;
+}
+
+EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
+{
+	CUresult r;
+
+	REAL_OR_FAIL(cuMemcpyDtoH_v2);
+	r = real.cuMemcpyDtoH_v2(dst, src, n);
+	if (r == CUDA_SUCCESS)
+		nv_sync_mirror();
+	return r;
+}
+
+EXPORT CUresult cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n)
+{
+	CUresult r;
+
+	REAL_OR_FAIL(cuMemcpyDtoH_v2_ptds);
+	r = real.cuMemcpyDtoH_v2_ptds(dst, src, n);
+	if (r == CUDA_SUCCESS)
+		nv_sync_mirror();
+	return r;
+}
+
+EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+	CUresult r;
+
+	REAL_OR_FAIL(cuMemcpy);
+	r = real.cuMemcpy(dst, src, n);
+	if (r == CUDA_SUCCESS)
+		nv_sync_mirror();
+	return r;
+}
+
+EXPORT CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+	CUresult r;
+
+	REAL_OR_FAIL(cuMemcpy_ptds);
+	r = real.cuMemcpy_ptds(dst, src, n);
+	if (r == CUDA_SUCCESS)
+		nv_sync_mirror();
+	return r;
 }
 
 /* A forked child has none of our threads, and CUDA does not survive fork. */

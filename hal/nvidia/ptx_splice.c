@@ -152,6 +152,7 @@ struct splicer {
 	size_t sm_start, sm_end;	/* the "sm_NN" token of .target (sm_end 0: none) */
 	unsigned need_ver;	/* what the probes need: PTX ISA version ... */
 	int need_sm;		/* ... and target */
+	uint32_t ctx_words;	/* words of the probe context the probes read (bit w: 4w..4w+3) */
 	bool probes_declared;
 
 	struct regdecl *regs;
@@ -549,6 +550,15 @@ static unsigned reg_size(const struct splicer *s, const char *name)
 
 static const char *const ev_name[GX_PROBE_NR] = { "entry", "exit", "load", "store" };
 
+/* Whether a probe reads any byte of ctx[@off, @off + @size): only those are stored. */
+static bool reads(const struct splicer *s, unsigned off, unsigned size)
+{
+	for (unsigned w = off / 4; w <= (off + size - 1) / 4; w++)
+		if (s->ctx_words & (1u << w))
+			return true;
+	return false;
+}
+
 static bool has_event(const struct splicer *s, int ev)
 {
 	return s->pack->events & (1u << ev);
@@ -563,7 +573,10 @@ static void emit_call(struct splicer *s, int ev)
 		p, p, p, p, p, ev_name[ev], p);
 }
 
-/* The context filled at kernel entry; @param0: the first kernel parameter or "". */
+/*
+ * The context filled at kernel entry; @param0: the first kernel parameter or
+ * "". Only the fields the probes read (ctx_words): every thread runs this.
+ */
 static void emit_entry(struct splicer *s, const char *kname, const char *param0)
 {
 	static const char *const dims[3] = { "x", "y", "z" };
@@ -575,33 +588,49 @@ static void emit_entry(struct splicer *s, const char *kname, const char *param0)
 	const char *p = s->pfx;
 	unsigned long long kid = (unsigned long long)gx_kernel_id(kname, strlen(kname));
 
-	oprintf(&s->out, "\t// gpuext: probe context (hal/nvidia/ptx_splice.c)\n");
-	oprintf(&s->out, "\tmov.u64 %%%s_d, %llu;\n\tst.local.u64 [%s_ctx+%u], %%%s_d;\n", p, kid, p,
-		GX_CTX_KERNEL_ID, p);
-	oprintf(&s->out, "\tmov.u64 %%%s_d, %%globaltimer;\n\tst.local.u64 [%s_ctx+%u], %%%s_d;\n",
-		p, p, GX_CTX_TIMER, p);
-	oprintf(&s->out, "\tst.local.u64 [%s_ctx+%u], 0;\n\tst.local.u64 [%s_ctx+%u], 0;\n"
-		"\tst.local.u32 [%s_ctx+%u], 0;\n\tst.local.u32 [%s_ctx+%u], %u;\n", p, GX_CTX_ADDR, p,
-		GX_CTX_VALUE, p, GX_CTX_SIZE, p, GX_CTX_EVENT, (unsigned)GX_PROBE_ENTRY);
+	oprintf(&s->out, "\t// gpuext: probe context (hal/nvidia/ptx_splice.c), words 0x%x\n",
+		s->ctx_words);
+	if (reads(s, GX_CTX_KERNEL_ID, 8))
+		oprintf(&s->out, "\tmov.u64 %%%s_d, %llu;\n\tst.local.u64 [%s_ctx+%u], %%%s_d;\n", p,
+			kid, p, GX_CTX_KERNEL_ID, p);
+	if (reads(s, GX_CTX_TIMER, 8))
+		oprintf(&s->out, "\tmov.u64 %%%s_d, %%globaltimer;\n\tst.local.u64 [%s_ctx+%u], "
+			"%%%s_d;\n", p, p, GX_CTX_TIMER, p);
+	if (reads(s, GX_CTX_ADDR, 8))
+		oprintf(&s->out, "\tst.local.u64 [%s_ctx+%u], 0;\n", p, GX_CTX_ADDR);
+	if (reads(s, GX_CTX_VALUE, 8))
+		oprintf(&s->out, "\tst.local.u64 [%s_ctx+%u], 0;\n", p, GX_CTX_VALUE);
+	if (reads(s, GX_CTX_SIZE, 4))
+		oprintf(&s->out, "\tst.local.u32 [%s_ctx+%u], 0;\n", p, GX_CTX_SIZE);
+	if (reads(s, GX_CTX_EVENT, 4))
+		oprintf(&s->out, "\tst.local.u32 [%s_ctx+%u], %u;\n", p, GX_CTX_EVENT,
+			(unsigned)GX_PROBE_ENTRY);
 	for (size_t v = 0; v < sizeof(vec3) / sizeof(vec3[0]); v++)
 		for (int d = 0; d < 3; d++)
-			oprintf(&s->out, "\tmov.u32 %%%s_r0, %%%s.%s;\n\tst.local.u32 [%s_ctx+%u], "
-				"%%%s_r0;\n", p, vec3[v].sreg, dims[d], p, vec3[v].off + 4u * (unsigned)d,
-				p);
-	oprintf(&s->out, "\tmov.u32 %%%s_r0, %%laneid;\n\tst.local.u32 [%s_ctx+%u], %%%s_r0;\n", p,
-		p, GX_CTX_LANE, p);
+			if (reads(s, vec3[v].off + 4u * (unsigned)d, 4))
+				oprintf(&s->out, "\tmov.u32 %%%s_r0, %%%s.%s;\n\tst.local.u32 "
+					"[%s_ctx+%u], %%%s_r0;\n", p, vec3[v].sreg, dims[d], p,
+					vec3[v].off + 4u * (unsigned)d, p);
+	if (reads(s, GX_CTX_LANE, 4))
+		oprintf(&s->out, "\tmov.u32 %%%s_r0, %%laneid;\n\tst.local.u32 [%s_ctx+%u], "
+			"%%%s_r0;\n", p, p, GX_CTX_LANE, p);
 	/* warp = linear thread index / 32 (not %warpid, which names a hardware slot) */
-	oprintf(&s->out, "\tmov.u32 %%%s_r0, %%tid.z;\n\tmov.u32 %%%s_r1, %%ntid.y;\n"
-		"\tmov.u32 %%%s_r2, %%tid.y;\n\tmad.lo.u32 %%%s_r0, %%%s_r0, %%%s_r1, %%%s_r2;\n"
-		"\tmov.u32 %%%s_r1, %%ntid.x;\n\tmov.u32 %%%s_r2, %%tid.x;\n"
-		"\tmad.lo.u32 %%%s_r0, %%%s_r0, %%%s_r1, %%%s_r2;\n\tshr.u32 %%%s_r0, %%%s_r0, 5;\n"
-		"\tst.local.u32 [%s_ctx+%u], %%%s_r0;\n", p, p, p, p, p, p, p, p, p, p, p, p, p, p, p,
-		p, GX_CTX_WARP, p);
-	oprintf(&s->out, "\tmov.u32 %%%s_r0, %%smid;\n\tst.local.u32 [%s_ctx+%u], %%%s_r0;\n", p, p,
-		GX_CTX_SM, p);
-	oprintf(&s->out, "\tld.global.u32 %%%s_r0, [gpuext_rt_gpu_id];\n"
-		"\tst.local.u32 [%s_ctx+%u], %%%s_r0;\n", p, p, GX_CTX_GPU, p);
-	if (param0[0] && (s->sm >= 70 || s->need_sm >= 70))
+	if (reads(s, GX_CTX_WARP, 4))
+		oprintf(&s->out, "\tmov.u32 %%%s_r0, %%tid.z;\n\tmov.u32 %%%s_r1, %%ntid.y;\n"
+			"\tmov.u32 %%%s_r2, %%tid.y;\n\tmad.lo.u32 %%%s_r0, %%%s_r0, %%%s_r1, %%%s_r2;\n"
+			"\tmov.u32 %%%s_r1, %%ntid.x;\n\tmov.u32 %%%s_r2, %%tid.x;\n"
+			"\tmad.lo.u32 %%%s_r0, %%%s_r0, %%%s_r1, %%%s_r2;\n\tshr.u32 %%%s_r0, %%%s_r0, 5;\n"
+			"\tst.local.u32 [%s_ctx+%u], %%%s_r0;\n", p, p, p, p, p, p, p, p, p, p, p, p, p,
+			p, p, p, GX_CTX_WARP, p);
+	if (reads(s, GX_CTX_SM, 4))
+		oprintf(&s->out, "\tmov.u32 %%%s_r0, %%smid;\n\tst.local.u32 [%s_ctx+%u], %%%s_r0;\n",
+			p, p, GX_CTX_SM, p);
+	if (reads(s, GX_CTX_GPU, 4))
+		oprintf(&s->out, "\tld.global.u32 %%%s_r0, [gpuext_rt_gpu_id];\n"
+			"\tst.local.u32 [%s_ctx+%u], %%%s_r0;\n", p, p, GX_CTX_GPU, p);
+	if (!reads(s, GX_CTX_ARGS, 8))
+		;
+	else if (param0[0] && (s->sm >= 70 || s->need_sm >= 70))
 		oprintf(&s->out, "\tmov.u64 %%%s_d, %s;\n\tcvta.param.u64 %%%s_d, %%%s_d;\n"
 			"\tst.local.u64 [%s_ctx+%u], %%%s_d;\n", p, param0, p, p, p, GX_CTX_ARGS, p);
 	else
@@ -652,9 +681,12 @@ static void exit_site(struct splicer *s, const char *guard, bool neg)
 		label = ++s->label_seq;
 		emit_skip(s, guard, neg, label);
 	}
-	oprintf(&s->out, "\tmov.u64 %%%s_d, %%globaltimer;\n\tst.local.u64 [%s_ctx+%u], %%%s_d;\n"
-		"\tst.local.u32 [%s_ctx+%u], %u;\n", p, p, GX_CTX_TIMER, p, p, GX_CTX_EVENT,
-		(unsigned)GX_PROBE_EXIT);
+	if (reads(s, GX_CTX_TIMER, 8))
+		oprintf(&s->out, "\tmov.u64 %%%s_d, %%globaltimer;\n\tst.local.u64 [%s_ctx+%u], "
+			"%%%s_d;\n", p, p, GX_CTX_TIMER, p);
+	if (reads(s, GX_CTX_EVENT, 4))
+		oprintf(&s->out, "\tst.local.u32 [%s_ctx+%u], %u;\n", p, GX_CTX_EVENT,
+			(unsigned)GX_PROBE_EXIT);
 	emit_call(s, GX_PROBE_EXIT);
 	if (label)
 		oprintf(&s->out, "$%s_L%u:\n", p, label);
@@ -919,9 +951,14 @@ static void mem_site(struct splicer *s, const char *guard, bool neg, const char 
 		else
 			oprintf(&s->out, "\tmov.u64 %%%s_v, 0;\n", p);
 	}
-	oprintf(&s->out, "\tst.local.u64 [%s_ctx+%u], %%%s_a;\n\tst.local.u64 [%s_ctx+%u], %%%s_v;\n"
-		"\tst.local.u32 [%s_ctx+%u], %u;\n\tst.local.u32 [%s_ctx+%u], %d;\n", p, GX_CTX_ADDR,
-		p, p, GX_CTX_VALUE, p, p, GX_CTX_SIZE, size, p, GX_CTX_EVENT, ev);
+	if (reads(s, GX_CTX_ADDR, 8))
+		oprintf(&s->out, "\tst.local.u64 [%s_ctx+%u], %%%s_a;\n", p, GX_CTX_ADDR, p);
+	if (reads(s, GX_CTX_VALUE, 8))
+		oprintf(&s->out, "\tst.local.u64 [%s_ctx+%u], %%%s_v;\n", p, GX_CTX_VALUE, p);
+	if (reads(s, GX_CTX_SIZE, 4))
+		oprintf(&s->out, "\tst.local.u32 [%s_ctx+%u], %u;\n", p, GX_CTX_SIZE, size);
+	if (reads(s, GX_CTX_EVENT, 4))
+		oprintf(&s->out, "\tst.local.u32 [%s_ctx+%u], %d;\n", p, GX_CTX_EVENT, ev);
 	emit_call(s, ev);
 	if (label)
 		oprintf(&s->out, "$%s_L%u:\n", p, label);
@@ -1285,6 +1322,18 @@ static unsigned probes_version(const struct gx_pack *pack)
 	return ver;
 }
 
+/*
+ * "// gpuext-ctx-words 0xMASK" in the probe text: the words of the context
+ * the probes read (ptx_probe.c, from the verified programs). Absent (an older
+ * pack, hand-written probes): all of them.
+ */
+static uint32_t probes_ctx_words(const struct gx_pack *pack)
+{
+	const char *t = pack->ptx ? strstr(pack->ptx, "// gpuext-ctx-words 0x") : NULL;
+
+	return t ? (uint32_t)strtoul(t + 22, NULL, 16) : UINT32_MAX;
+}
+
 /* "// gpuext-ptx-target sm_NN" in the probe text: the lowest target it assembles for. */
 static int probes_target(const struct gx_pack *pack)
 {
@@ -1380,6 +1429,7 @@ int gx_ptx_splice(const char *ptx, size_t ptx_len, const struct gx_pack *pack, c
 	pick_prefix(&s);
 	s.need_ver = probes_version(pack);
 	s.need_sm = probes_target(pack);
+	s.ctx_words = probes_ctx_words(pack);
 	module(&s);
 	if (!s.rc && !s.have_version)
 		fail(&s, 1, "no .version directive: not a PTX module");

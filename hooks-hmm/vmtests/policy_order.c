@@ -49,6 +49,8 @@ static void check_victims(const char *what, int fd, uint64_t va, uint64_t id0,
 	gx_used_list(fd, id0, list, sizeof(list));
 	GX_CHECK(!strcmp(list, want_after), "%s: after pressure '%s', want '%s'", what, list,
 		 want_after);
+	printf("policy_order: %s: used list %s, after one more block %s\n", what, want_before,
+	       list);
 }
 
 int main(void)
@@ -96,6 +98,7 @@ int main(void)
 	gx_access(fd, va + 6 * GX_BLOCK, 1, GX_ACC_FLUSH);
 	gx_used_list(fd, id0, list, sizeof(list));
 	GX_CHECK(!strcmp(list, "3 2 1 6"), "after detach: '%s', want '3 2 1 6'", list);
+	printf("policy_order: mru detached: used list %s (stock: the head went)\n", list);
 	close(fd);
 
 	/* fifo decides exactly like no policy. */
@@ -124,6 +127,8 @@ int main(void)
 	bs = gx_block(fd, id0 + 1);
 	GX_CHECK(bs.resident_pages == 16, "after detach: %u pages (want the stock 16)",
 		 bs.resident_pages);
+	printf("policy_order: prefetch_max: 512 pages on one fault; detached: %u (stock)\n",
+	       bs.resident_pages);
 	for (size_t i = 0; i < 2 * GX_BLOCK; i++)
 		if (m[i] != 0x5a) {
 			GX_CHECK(0, "data changed at byte %zu", i);

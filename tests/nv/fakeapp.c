@@ -17,11 +17,13 @@
  * Modes (argv[1]): "basic" (default; tests/cli.sh relies on its map values),
  * "multi" = basic plus a second context that adds 8 to array key 1 and is
  * destroyed before "ready" (tests/test_nv_preload.c), "bench [N]" only times
- * N direct launches (host cost of the wrappers).
+ * N direct launches (host cost of the wrappers). $FAKEAPP_MODE overrides argv[1];
+ * "cudart" and "cudart_sync" play nvcc's static cudart (cudart_like()).
  */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +155,64 @@ static void *load_without_ctx(void *arg)
 	return NULL;
 }
 
+/*
+ * As nvcc's static cudart does it: the driver reached only through
+ * cuGetProcAddress, cuInit after the preload library initialised, the
+ * primary context, and nothing unloaded or released at exit. Array key 1 of
+ * map 0 becomes 42 after a launch. "cudart_sync" then calls cuCtxSynchronize
+ * before "ready" (the maps must be current at once).
+ */
+static int cudart_like(bool sync)
+{
+	PFN_cuInit init = NULL;
+	PFN_cuDeviceGet devget = NULL;
+	PFN_cuDevicePrimaryCtxRetain retain = NULL;
+	CUresult (*setcur)(CUcontext) = NULL;
+	CUresult (*ctxsync)(void) = NULL;
+	PFN_cuModuleLoadData ld = NULL;
+	PFN_cuModuleGetFunction gf = NULL;
+	PFN_cuLaunchKernel lk = NULL;
+	struct gpuext_ptx_map_desc *t;
+	char line[64];
+	CUfunction f;
+	CUcontext c;
+	CUmodule m;
+	CUdevice d;
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	gpa_fn gpa = h ? (gpa_fn)dlsym(h, "cuGetProcAddress_v2") : NULL;
+
+	if (!gpa) {
+		fprintf(stderr, "fakeapp: no cuGetProcAddress_v2\n");
+		return 1;
+	}
+	CK(gpa("cuInit", (void **)&init, 12000, 0, NULL));
+	CK(gpa("cuDeviceGet", (void **)&devget, 12000, 0, NULL));
+	CK(gpa("cuDevicePrimaryCtxRetain", (void **)&retain, 12000, 0, NULL));
+	CK(gpa("cuCtxSetCurrent", (void **)&setcur, 12000, 0, NULL));
+	CK(gpa("cuCtxSynchronize", (void **)&ctxsync, 12000, 0, NULL));
+	CK(gpa("cuModuleLoadData", (void **)&ld, 12000, 0, NULL));
+	CK(gpa("cuModuleGetFunction", (void **)&gf, 12000, 0, NULL));
+	CK(gpa("cuLaunchKernel", (void **)&lk, 12000, 0, NULL));
+	CK(init(0));
+	CK(devget(&d, getenv("FAKEAPP_DEVICE") ? atoi(getenv("FAKEAPP_DEVICE")) : 0));
+	CK(retain(&c, d));
+	CK(setcur(c));
+	CK(ld(&m, ptx_vadd));
+	CK(gf(&f, m, "vadd"));
+	CK(lk(f, 4, 1, 1, 128, 1, 1, 0, NULL, NULL, NULL));
+	t = fakecuda_global(m, "gpuext_rt_maps");
+	printf("table %s\n", t ? "yes" : "no");
+	if (t && t[0].type == 2 && t[0].base)
+		((uint64_t *)(uintptr_t)t[0].base)[1] = 42;
+	if (sync)
+		CK(ctxsync());
+	printf("ready\n");
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		line[0] = '\0';
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "basic";
@@ -178,6 +238,10 @@ int main(int argc, char **argv)
 	gpa_fn gpa;
 	void *h;
 
+	if (getenv("FAKEAPP_MODE"))
+		mode = getenv("FAKEAPP_MODE");
+	if (!strncmp(mode, "cudart", 6))
+		return cudart_like(!strcmp(mode, "cudart_sync"));
 	CK(cuInit(0));
 	CK(cuDeviceGet(&d, getenv("FAKEAPP_DEVICE") ? atoi(getenv("FAKEAPP_DEVICE")) : 0));
 	CK(cuCtxCreate_v2(&c, 0, d));

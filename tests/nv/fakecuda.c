@@ -90,10 +90,32 @@ static int sm_of(int dev)
 	return s ? atoi(s) : 90;
 }
 
+/*
+ * FAKECUDA_ATEXIT_DEINIT: like the real driver under nvcc's static cudart,
+ * cuInit registers a teardown at exit after which the driver answers
+ * CUDA_ERROR_DEINITIALIZED (4): whoever mirrors device memory at exit must
+ * run before it.
+ */
+static int deinit;
+
+static void fake_deinit(void)
+{
+	deinit = 1;
+}
+
 EXPORT CUresult cuInit(unsigned flags)
 {
+	static int registered;
+
 	(void)flags;
+	if (getenv("FAKECUDA_ATEXIT_DEINIT") && !registered++)
+		atexit(fake_deinit);
 	return 0;
+}
+
+EXPORT CUresult cuCtxSynchronize(void)
+{
+	return deinit ? 4 : 0;
 }
 
 EXPORT CUresult cuDriverGetVersion(int *v)
@@ -153,6 +175,8 @@ EXPORT CUresult cuCtxSetCurrent(CUcontext c)
 
 EXPORT CUresult cuCtxPushCurrent_v2(CUcontext c)
 {
+	if (deinit)
+		return 4;
 	if (depth == 16)
 		return CUDA_ERROR_INVALID_VALUE;
 	stack[depth++] = (struct fctx *)c;
@@ -324,6 +348,8 @@ EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, CUs
 EXPORT CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, CUstream st)
 {
 	(void)st;
+	if (deinit)
+		return 4;
 	memcpy(d, (const void *)(uintptr_t)s, n);
 	return 0;
 }
@@ -647,6 +673,7 @@ static const struct {
 	{ "cuCtxSetCurrent", (void *)cuCtxSetCurrent, NULL },
 	{ "cuCtxGetCurrent", (void *)cuCtxGetCurrent, NULL },
 	{ "cuDeviceGet", (void *)cuDeviceGet, NULL },
+	{ "cuCtxSynchronize", (void *)cuCtxSynchronize, NULL },
 };
 
 EXPORT CUresult cuGetProcAddress_v2(const char *name, void **pfn, int ver, cuuint64_t flags,

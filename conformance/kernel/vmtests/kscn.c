@@ -102,7 +102,8 @@ static void set_param(const char *name, uint64_t value)
 
 static uint64_t script_task(struct replay *r, uint64_t kid, bool *found)
 {
-	for (unsigned i = 0; i < r->ntasks; i++)
+	/* newest first: a destroyed task's id may be handed out again */
+	for (unsigned i = r->ntasks; i-- > 0;)
 		if (r->tasks[i].kid == kid) {
 			*found = true;
 			return r->tasks[i].id;
@@ -415,6 +416,7 @@ static int cmd_task(struct replay *r, char **w, int n)
 			return -ENODEV;
 		}
 		c.tgid = (uint32_t)tgid;
+		c.task_id = id;		/* the script's id: events need no translation */
 		snprintf(c.comm, sizeof(c.comm), "%s", w[4]);
 		if (ioctl(fd, GX_MS_IOC_CREATE, &c)) {
 			int err = -errno;
@@ -503,6 +505,13 @@ static void variant_end(struct replay *r)
 {
 	if (r->gpu_fd >= 0 && !r->skipped[0])
 		ioctl(r->gpu_fd, GX_IOC_FLUSH);
+	/*
+	 * What the script's last command led to; the teardown below (tasks
+	 * destroyed, ranges gone) is not part of the script: the simulator
+	 * logs none of it.
+	 */
+	if (!r->skipped[0])
+		drain_events(r);
 	policy_close(r);
 	for (unsigned i = 0; i < r->ntasks; i++)
 		if (r->tasks[i].fd >= 0)
@@ -511,9 +520,8 @@ static void variant_end(struct replay *r)
 		close(r->gpu_fd);
 	for (unsigned i = 0; i < r->nranges; i++)
 		munmap(r->ranges[i].mem, r->ranges[i].len);
-	if (!r->skipped[0])
-		drain_events(r);
-	else
+	write_events_clear();
+	if (r->skipped[0])
 		printf("skipped %s\n", r->skipped);
 	printf("end\n");
 	fflush(stdout);
