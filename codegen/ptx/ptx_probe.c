@@ -363,7 +363,7 @@ static unsigned ldx_bytes(uint8_t code)
 	}
 }
 
-static uint32_t ctx_words(const struct bpf_insn *in, size_t cnt)
+static uint32_t ctx_words(const struct gpuext_runtime *rt, const struct bpf_insn *in, size_t cnt)
 {
 	int32_t (*st)[11] = NULL;
 	size_t *work = NULL, nw = 0;
@@ -410,8 +410,10 @@ static uint32_t ctx_words(const struct bpf_insn *in, size_t cnt)
 		case BPF_STX:
 			if (r[n->dst_reg] != NOT_CTX || (cls == BPF_STX && r[n->src_reg] != NOT_CTX))
 				words = CTX_ALL;
-			if (cls == BPF_STX && BPF_MODE(n->code) == BPF_ATOMIC)
-				r[0] = NOT_CTX;	/* cmpxchg writes r0; fetch forms src */
+			if (cls == BPF_STX && BPF_MODE(n->code) == BPF_ATOMIC) {
+				r[0] = NOT_CTX;	/* cmpxchg writes r0, fetch forms src */
+				r[n->src_reg] = NOT_CTX;
+			}
 			break;
 		case BPF_LD:
 			if (n->code != (BPF_LD | BPF_IMM | BPF_DW))
@@ -431,7 +433,8 @@ static uint32_t ctx_words(const struct bpf_insn *in, size_t cnt)
 				if (r[n->dst_reg] == INT32_MAX)
 					words = CTX_ALL;
 			} else {
-				if (r[n->dst_reg] != NOT_CTX ||
+				/* a mov over a ctx copy only drops it; other ALU on one: unknown */
+				if ((op != BPF_MOV && r[n->dst_reg] != NOT_CTX) ||
 				    (BPF_SRC(n->code) == BPF_X && r[n->src_reg] != NOT_CTX))
 					words = CTX_ALL;
 				r[n->dst_reg] = NOT_CTX;
@@ -442,9 +445,17 @@ static uint32_t ctx_words(const struct bpf_insn *in, size_t cnt)
 			if (op == BPF_EXIT) {
 				ns = 0;
 			} else if (op == BPF_CALL) {
-				for (int a = 1; a <= 5; a++)
+				/* helpers/kfuncs: only the arguments they take; subprograms: r1-r5 */
+				const struct gpuext_func_proto *fp = n->src_reg == 1 ? NULL :
+					gpuext_runtime__find_func(rt, n->src_reg == 2 ?
+						GPUEXT_FUNC_KFUNC : GPUEXT_FUNC_HELPER, (uint32_t)n->imm);
+
+				for (int a = 1; a <= 5; a++) {
+					if (fp && fp->args[a - 1] == GPUEXT_ARG_NONE)
+						break;	/* its arguments end here */
 					if (r[a] != NOT_CTX)
 						words = CTX_ALL;
+				}
 				for (int a = 0; a <= 5; a++)
 					r[a] = NOT_CTX;
 			} else if (op == BPF_JA) {
@@ -597,7 +608,7 @@ int gpuext_ptx_probe_emit(struct gpuext_object *obj, const char *sm, bool per_th
 			continue;
 		snprintf(name, sizeof(name), "gpuext_pr_%s_%zu", ev_names[e], cnt[e]++);
 		ev |= 1u << e;
-		words |= ctx_words(gpuext_prog__insns(p), gpuext_prog__insn_cnt(p));
+		words |= ctx_words(rt, gpuext_prog__insns(p), gpuext_prog__insn_cnt(p));
 		{
 			GPUEXT_OPTS(gpuext_cg_lift_opts, lo, .target = GPUEXT_CG_PTX, .entry_name = name);
 

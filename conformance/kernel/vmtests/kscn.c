@@ -649,6 +649,9 @@ int main(int argc, char **argv)
 		free(ents[i]);
 	}
 	free(ents);
+	/* leave gpuext.ko's defaults behind: later tests expect them */
+	set_param("prefetch_threshold", 51);
+	set_param("big_page_pages", 16);
 	printf("# kscn: %d unexpected command failure(s)\n", r.errors);
 	return r.errors ? 1 : 0;
 }
