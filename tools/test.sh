@@ -4,7 +4,8 @@
 #   2. gcc build with -Wall -Wextra -Werror, all CTest tests,
 #   3. clang-22 build under AddressSanitizer + UndefinedBehaviorSanitizer
 #      (+ LeakSanitizer), all CTest tests again,
-#   4. every libFuzzer target for a bounded time (GPUEXT_FUZZ_SECONDS, default 60).
+#   4. every libFuzzer target for a bounded time (GPUEXT_FUZZ_SECONDS, default 60),
+#   5. the kernel side in QEMU guests (tools/vm/run.sh: stock Debian 6.12 + our HMM kernel).
 # Build trees: build/ and build-asan/ at the top of the checkout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +43,7 @@ for fz in build-asan/fuzz_*; do
   mkdir -p "$corpus"
   # Seeds: the compiled test and policy objects (for ELF inputs).
   cp -f build-asan/tests/bpf/*.bpf.o build-asan/policies/*.bpf.o "$corpus"/ 2>/dev/null || true
+  cp -f build-asan/tests/nv/*.fatbin "$corpus"/ 2>/dev/null || true
   echo "fuzz: $name"
   # fuzz_verifier's oracle: every accepted program runs in the interpreter without a
   # fault. Its time limit is for pathological state growth, not speed (benchmarks
