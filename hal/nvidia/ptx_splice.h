@@ -5,7 +5,10 @@
  *
  * Per thread of an instrumented kernel, one struct gpuext_probe_ctx
  * (gpuext/probe.h) lives in .local memory (aligned 8, 112 bytes), filled at
- * kernel entry by every thread:
+ * kernel entry by every thread -- only the fields the probes read: the probe
+ * text says which 4-byte words ("// gpuext-ctx-words 0xMASK", computed by
+ * codegen/ptx/ptx_probe.c from the verified programs; absent: all). The
+ * fields, when read:
  *
  *   kernel_id   gx_kernel_id(mangled .entry name), an immediate
  *   timer_ns    %globaltimer at entry; refreshed before each exit probe
