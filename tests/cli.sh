@@ -139,7 +139,10 @@ fi
 FAKEAPP=$(dirname "$GPUEXT")/nv_fakeapp FAKECUDA=$(dirname "$GPUEXT")/tests/nv/fakecuda
 NVPROBE=$(dirname "$GPUEXT")/libgpuext-nvprobe.so
 # A sanitized preload library cannot go into an unsanitized process (ASan must load first).
-if [ -f "$NVPROBE" ] && ldd "$NVPROBE" 2>/dev/null | grep -q 'libasan'; then
+# gcc links libasan into the .so; clang leaves __asan_*/__sancov_* undefined, to be found in the
+# app. (Captured first: `| grep -q` under pipefail reports the writer's SIGPIPE as a failure.)
+nvprobe_deps=$( { ldd "$NVPROBE"; nm -D --undefined-only "$NVPROBE"; } 2>/dev/null || true)
+if [ -f "$NVPROBE" ] && case $nvprobe_deps in *libasan*|*__asan_*|*__sancov_*|*__ubsan_*) true ;; *) false ;; esac; then
   echo "cli: trace end-to-end checks skipped: libgpuext-nvprobe.so is built with ASan"
 elif [ -x "$FAKEAPP" ] && [ -f "$FAKECUDA/libcuda.so.1" ] && [ -f "$NVPROBE" ]; then
   # The fake "GPU" writes 42 into map 0, key 1 (warp_exits[1]): back through the shm mirror.
