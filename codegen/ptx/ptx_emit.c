@@ -38,14 +38,9 @@ bool gpuext_ptx_sm_supported(const char *sm)
 }
 
 /* LLVM errors raised as diagnostics (they would otherwise end the process). */
-struct diag_buf {
-	char text[1024];
-	bool error;
-};
-
-static void diag_handler(LLVMDiagnosticInfoRef di, void *user)
+void gpuext_ptx_diag_handler(LLVMDiagnosticInfoRef di, void *user)
 {
-	struct diag_buf *d = user;
+	struct gpuext_ptx_diag *d = user;
 	char *msg;
 	size_t len;
 
@@ -70,7 +65,8 @@ static bool has_prefix(const char *s, const char *p)
  * nothing), unknown helpers -EOPNOTSUPP. Any other undefined function is an
  * error: the PTX would not link.
  */
-static int define_stubs(struct gpuext_prog *prog, LLVMModuleRef mod, LLVMContextRef ctx)
+int gpuext_ptx_define_stubs(struct gpuext_runtime *rt, const char *who, LLVMModuleRef mod,
+			     LLVMContextRef ctx)
 {
 	LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
 	int err = 0;
@@ -88,9 +84,9 @@ static int define_stubs(struct gpuext_prog *prog, LLVMModuleRef mod, LLVMContext
 		} else if (has_prefix(name, "gpuext_rt_helper_")) {
 			val = -EOPNOTSUPP;
 		} else {
-			gpuext_log(prog->rt, GPUEXT_LOG_WARN,
-				   "ptx: program %s: the lifted module calls %s, which the device "
-				   "runtime does not define", prog->name, name);
+			gpuext_log(rt, GPUEXT_LOG_WARN,
+				   "ptx: %s: the lifted module calls %s, which the device "
+				   "runtime does not define", who, name);
 			err = -ENOSYS;
 			continue;
 		}
@@ -107,9 +103,8 @@ static int define_stubs(struct gpuext_prog *prog, LLVMModuleRef mod, LLVMContext
 			break;
 		default:
 			LLVMBuildUnreachable(b);
-			gpuext_log(prog->rt, GPUEXT_LOG_WARN,
-				   "ptx: program %s: %s returns a type the stub cannot produce",
-				   prog->name, name);
+			gpuext_log(rt, GPUEXT_LOG_WARN,
+				   "ptx: %s: %s returns a type the stub cannot produce", who, name);
 			err = -ENOSYS;
 		}
 		LLVMSetLinkage(f, LLVMInternalLinkage);
@@ -275,7 +270,7 @@ int gpuext_ptx_emit(struct gpuext_prog *prog, const char *sm, bool per_thread, c
 {
 	GPUEXT_OPTS(gpuext_cg_lift_opts, lo, .target = GPUEXT_CG_PTX,
 		    .entry_name = GPUEXT_PTX_PROG_FN);
-	struct diag_buf diag = { .text = "", .error = false };
+	struct gpuext_ptx_diag diag = { .text = "", .error = false };
 	LLVMTargetMachineRef tm = NULL;
 	LLVMMemoryBufferRef out = NULL;
 	LLVMModuleRef mod = NULL;
@@ -312,7 +307,7 @@ int gpuext_ptx_emit(struct gpuext_prog *prog, const char *sm, bool per_thread, c
 		return GPUEXT_ERR(ENOMEM);
 
 	ctx = LLVMContextCreate();
-	LLVMContextSetDiagnosticHandler(ctx, diag_handler, &diag);
+	LLVMContextSetDiagnosticHandler(ctx, gpuext_ptx_diag_handler, &diag);
 	err = gpuext_cg_lift(prog, ctx, &lo, &mod);
 	if (err) {
 		gpuext_log(prog->rt, GPUEXT_LOG_WARN, "ptx: program %s: lifting failed (%d)",
@@ -330,7 +325,12 @@ int gpuext_ptx_emit(struct gpuext_prog *prog, const char *sm, bool per_thread, c
 	err = link_runtime(prog, ctx, mod, per_thread);
 	if (err)
 		goto out;
-	err = define_stubs(prog, mod, ctx);
+	{
+		char who[96];
+
+		snprintf(who, sizeof(who), "program %s", prog->name);
+		err = gpuext_ptx_define_stubs(prog->rt, who, mod, ctx);
+	}
 	if (err)
 		goto out;
 	internalize(mod);

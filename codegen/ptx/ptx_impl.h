@@ -6,6 +6,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <llvm-c/Core.h>
+
+struct gpuext_runtime;
+
 /*
  * The device runtime as LLVM IR text (no triple/datalayout: the caller sets
  * the lifted module's): the map table sized for @map_cnt maps, the helpers,
@@ -17,5 +21,21 @@ int gpuext_ptx_runtime_ir(size_t map_cnt, bool per_thread, bool with_vars, const
 
 /* Is @sm one gpuext emits for ("sm_75" .. "sm_90")? */
 bool gpuext_ptx_sm_supported(const char *sm);
+
+/* LLVM errors raised as diagnostics (they would otherwise end the process). */
+struct gpuext_ptx_diag {
+	char text[1024];
+	bool error;
+};
+void gpuext_ptx_diag_handler(LLVMDiagnosticInfoRef di, void *user);
+
+/*
+ * Gives every declared helper/kfunc of @mod without a device implementation
+ * a body: kfuncs return -EINVAL (they advise a host driver; on a GPU they
+ * mean nothing), unknown helpers -EOPNOTSUPP. Any other undefined function
+ * is an error (-ENOSYS, logged naming @who): the PTX would not link.
+ */
+int gpuext_ptx_define_stubs(struct gpuext_runtime *rt, const char *who, LLVMModuleRef mod,
+			    LLVMContextRef ctx);
 
 #endif

@@ -54,75 +54,9 @@ static int probe_event(const char *sec)
 	return -1;
 }
 
-struct probe_diag {
-	char text[1024];
-	bool error;
-};
-
-static void probe_diag_handler(LLVMDiagnosticInfoRef di, void *user)
-{
-	struct probe_diag *d = user;
-	size_t len = strlen(d->text);
-	char *msg;
-
-	if (LLVMGetDiagInfoSeverity(di) != LLVMDSError)
-		return;
-	msg = LLVMGetDiagInfoDescription(di);
-	if (len < sizeof(d->text) - 1)
-		snprintf(d->text + len, sizeof(d->text) - len, "%s%s", len ? "; " : "", msg);
-	LLVMDisposeMessage(msg);
-	d->error = true;
-}
-
 static bool starts_with(const char *s, const char *p)
 {
 	return !strncmp(s, p, strlen(p));
-}
-
-/*
- * Helpers and kfuncs the runtime does not implement get a body, as
- * gpuext_ptx_emit() gives them (kfuncs -EINVAL, helpers -EOPNOTSUPP);
- * anything else undefined would leave an .extern the app module cannot
- * resolve: an error.
- */
-static int probe_stubs(struct gpuext_runtime *rt, LLVMModuleRef mod, LLVMContextRef ctx)
-{
-	LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
-	int err = 0;
-
-	for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
-		const char *name = LLVMGetValueName(f);
-		LLVMTypeRef rty = LLVMGetReturnType(LLVMGlobalGetValueType(f));
-		long long val;
-
-		if (!LLVMIsDeclaration(f) || starts_with(name, "llvm."))
-			continue;
-		if (starts_with(name, "gpuext_rt_kfunc_")) {
-			val = -EINVAL;
-		} else if (starts_with(name, "gpuext_rt_helper_")) {
-			val = -EOPNOTSUPP;
-		} else {
-			gpuext_log(rt, GPUEXT_LOG_WARN, "ptx: probes call %s, which the device "
-				   "runtime does not define", name);
-			err = -ENOSYS;
-			continue;
-		}
-		LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, f, "stub"));
-		if (LLVMGetTypeKind(rty) == LLVMIntegerTypeKind) {
-			LLVMBuildRet(b, LLVMConstInt(rty, (unsigned long long)val, true));
-		} else if (LLVMGetTypeKind(rty) == LLVMPointerTypeKind) {
-			LLVMBuildRet(b, LLVMConstNull(rty));
-		} else if (LLVMGetTypeKind(rty) == LLVMVoidTypeKind) {
-			LLVMBuildRetVoid(b);
-		} else {
-			LLVMBuildUnreachable(b);
-			gpuext_log(rt, GPUEXT_LOG_WARN, "ptx: %s returns a type no stub produces", name);
-			err = -ENOSYS;
-		}
-		LLVMSetLinkage(f, LLVMInternalLinkage);
-	}
-	LLVMDisposeBuilder(b);
-	return err;
 }
 
 /*
@@ -521,7 +455,7 @@ bad_maps:
 int gpuext_ptx_probe_emit(struct gpuext_object *obj, const char *sm, bool per_thread,
 			  uint32_t *events, char **text, size_t *len)
 {
-	struct probe_diag diag = { .text = "", .error = false };
+	struct gpuext_ptx_diag diag = { .text = "", .error = false };
 	size_t cnt[GPUEXT_PTX_PROBE_NR] = { 0 }, nprogs = 0;
 	struct gpuext_runtime *rt;
 	LLVMTargetMachineRef tm = NULL;
@@ -585,7 +519,7 @@ int gpuext_ptx_probe_emit(struct gpuext_object *obj, const char *sm, bool per_th
 	if (!tm)
 		return GPUEXT_ERR(ENOMEM);
 	ctx = LLVMContextCreate();
-	LLVMContextSetDiagnosticHandler(ctx, probe_diag_handler, &diag);
+	LLVMContextSetDiagnosticHandler(ctx, gpuext_ptx_diag_handler, &diag);
 	mod = LLVMModuleCreateWithNameInContext("gpuext_probes", ctx);
 	{
 		LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
@@ -641,7 +575,7 @@ int gpuext_ptx_probe_emit(struct gpuext_object *obj, const char *sm, bool per_th
 		err = link_ir(rt, ctx, mod, ir, "probe wrappers");
 	free(ir);
 	if (!err)
-		err = probe_stubs(rt, mod, ctx);
+		err = gpuext_ptx_define_stubs(rt, "probes", mod, ctx);
 	if (err)
 		goto out;
 	probe_internalize(mod);
