@@ -873,6 +873,45 @@ static void test_e2e(void)
 	CHECK_STR_CONTAINS(txt, line);
 	free(txt);
 	run_free(&run);
+
+	/*
+	 * 6. Clock calibration (GPUEXT_CLOCK_SYNC=1, as `gpuext trace launchlate` sets):
+	 * the fake's "%globaltimer" runs 65.7001 ms behind CLOCK_REALTIME; the
+	 * offset measured must hold it within its stated uncertainty. Without the
+	 * switch (runs 1-5) no calibration kernel ran.
+	 */
+	snprintf(path, sizeof(path), "%s/clock-%d-1.txt", dir, (int)run.pid);
+	CHECK(access(path, F_OK) != 0);
+	setenv("GPUEXT_CLOCK_SYNC", "1", 1);
+	setenv("FAKECUDA_CLOCK_OFFSET_NS", "-65700123", 1);
+	run_app(dir, cache, tmp, false, NULL, NULL, &run);
+	unsetenv("GPUEXT_CLOCK_SYNC");
+	unsetenv("FAKECUDA_CLOCK_OFFSET_NS");
+	CHECK(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
+	CHECK_STR_CONTAINS(run.log, "clock_sync 20 rounds");
+	CHECK(!strstr(run.err, "clock calibration failed"));
+	snprintf(path, sizeof(path), "%s/clock-%d-1.txt", dir, (int)run.pid);
+	txt = slurp(path, NULL);
+	CHECK(txt != NULL);
+	if (txt) {
+		const char *p = strstr(txt, "\npid ");
+		unsigned cpid = 0, rounds = 0;
+		int gpu = -1;
+		long long off = 0;
+		unsigned long long unc = ~0ull;
+
+		CHECK(p && sscanf(p + 1, "pid %u gpu %d offset_ns %lld uncertainty_ns %llu rounds %u",
+				  &cpid, &gpu, &off, &unc, &rounds) == 5);
+		CHECK_EQ_INT(cpid, (unsigned)run.pid);
+		CHECK_EQ_INT(gpu, 1);
+		CHECK_EQ_INT(rounds, 20);
+		CHECK(unc < 20000000ull);	/* a round trip between two threads */
+		CHECK(off >= -65700123ll - (long long)unc && off <= -65700123ll + (long long)unc);
+		if (off < -65700123ll - (long long)unc || off > -65700123ll + (long long)unc)
+			fprintf(stderr, "clock offset %lld +- %llu, want -65700123\n", off, unc);
+	}
+	free(txt);
+	run_free(&run);
 out:
 	gpuext_ringbuf_consumer__free(cons);
 	gpuext_runtime__free(rt);

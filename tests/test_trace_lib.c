@@ -145,6 +145,73 @@ static void test_launches(void)
 	CHECK(lat[0] == INT64_MIN);
 }
 
+/* Launches moved onto their GPU's clock by the preload library's calibration. */
+static void test_launch_clocks(void)
+{
+	/* pid 7 GPU 0: %globaltimer 65.7 us behind CLOCK_REALTIME; GPU 1 never calibrated. */
+	struct gx_launch_rec l[3] = {
+		{ .host_ns = 1000000, .kernel_id = 0xA, .pid = 7, .gpu = 0 },
+		{ .host_ns = 2000000, .kernel_id = 0xA, .pid = 7, .gpu = 0 },
+		{ .host_ns = 3000000, .kernel_id = 0xB, .pid = 7, .gpu = 1 },
+	};
+	struct gx_rec_start s[3] = {
+		{ .kernel_id = 0xA, .timer_ns = 1000000 - 65700 + 4000 },
+		{ .kernel_id = 0xA, .timer_ns = 2000000 - 65700 + 9000 },
+		{ .kernel_id = 0xB, .timer_ns = 3000000 + 300 },
+	};
+	char tmp[] = "/tmp/gpuext-clk-XXXXXX", path[256];
+	struct trace_clock *clk = NULL, one;
+	size_t n = 0, unc = 99;
+	int64_t lat[3];
+	FILE *f;
+
+	/* The file format nv_launch.c writes, and bad text. */
+	CHECK_EQ_INT(trace_clock_parse("# comment\npid 7 gpu 0 offset_ns -65700 uncertainty_ns 800 rounds 20 cost_ns 9\n", &one), 0);
+	CHECK_EQ_INT(one.pid, 7);
+	CHECK_EQ_INT(one.gpu, 0);
+	CHECK(one.offset_ns == -65700);
+	CHECK_EQ_U64(one.uncertainty_ns, 800);
+	CHECK_EQ_INT(trace_clock_parse("pid 7 gpu x offset_ns 1", &one), -EINVAL);
+	CHECK_EQ_INT(trace_clock_parse("", &one), -EINVAL);
+
+	if (!mkdtemp(tmp)) {
+		CHECK(!"mkdtemp");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/clock-7-0.txt", tmp);
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (f) {
+		fprintf(f, "# x\npid 7 gpu 0 offset_ns -65700 uncertainty_ns 800 rounds 20 cost_ns 1\n");
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "%s/clock-9-0.txt", tmp);
+	f = fopen(path, "w");
+	if (f) {
+		fprintf(f, "garbage\n");	/* ignored, loudly */
+		fclose(f);
+	}
+	CHECK_EQ_INT(trace_clocks_load(tmp, &clk, &n), 0);
+	CHECK_EQ_INT(n, 1);
+	CHECK(trace_clock_find(clk, n, 7, 0) != NULL);
+	CHECK(trace_clock_find(clk, n, 7, 1) == NULL);
+	CHECK(trace_clock_find(clk, n, 8, 0) == NULL);
+
+	CHECK_EQ_INT(trace_match_launches_clk(l, 3, s, 3, clk, n, lat, &unc), 3);
+	CHECK_EQ_INT(lat[0], 4000);	/* raw: -61.7 us */
+	CHECK_EQ_INT(lat[1], 9000);
+	CHECK_EQ_INT(lat[2], 300);	/* no calibration: raw */
+	CHECK_EQ_U64(unc, 1);
+	/* Without calibrations: the raw (negative) differences. */
+	CHECK_EQ_INT(trace_match_launches_clk(l, 3, s, 3, NULL, 0, lat, &unc), 3);
+	CHECK_EQ_INT(lat[0], 4000 - 65700);
+	CHECK_EQ_U64(unc, 3);
+	free(clk);
+	CHECK_EQ_INT(trace_clocks_load("/nonexistent/gpuext", &clk, &n), -ENOENT);
+	snprintf(path, sizeof(path), "rm -rf '%s'", tmp);
+	CHECK_EQ_INT(system(path), 0);
+}
+
 static void test_smload(void)
 {
 	uint64_t v[GX_SMLOAD_SLOTS] = { 0 };
@@ -342,6 +409,7 @@ int main(void)
 	test_args();
 	test_hist();
 	test_launches();
+	test_launch_clocks();
 	test_smload();
 	test_kernels();
 	test_memtrace_to_sim();

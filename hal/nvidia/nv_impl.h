@@ -9,6 +9,7 @@
 #define GPUEXT_NV_IMPL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -52,6 +53,11 @@ struct nv_api {
 	PFN_cuLibraryGetGlobal LibraryGetGlobal;	/* NULL before CUDA 12.0 */
 	PFN_cuFuncGetName FuncGetName;			/* NULL before CUDA 12.3 */
 	PFN_cuThreadExchangeStreamCaptureMode ThreadExchangeStreamCaptureMode; /* 10.1+ */
+	/* The clock calibration kernel (nv_launch.c): the real ones, never our wrappers. */
+	PFN_cuModuleLoadData ModuleLoadData;
+	PFN_cuModuleGetFunction ModuleGetFunction;
+	PFN_cuModuleUnload ModuleUnload;
+	PFN_cuLaunchKernel LaunchKernel;
 };
 
 /*
@@ -148,6 +154,14 @@ struct nv_dmap {
 	bool have_last;
 };
 
+/* %globaltimer - CLOCK_REALTIME of one context's GPU (nv_launch.c). */
+struct nv_clock {
+	int64_t offset_ns;
+	uint64_t uncertainty_ns;	/* the offset is within +- this */
+	uint32_t rounds;		/* round trips measured */
+	uint64_t cost_ns;		/* wall time the calibration took */
+};
+
 /* Per CUDA context; lives until process exit (dead ones keep their last values). */
 struct nv_ctx {
 	CUcontext ctx;
@@ -159,6 +173,9 @@ struct nv_ctx {
 	bool broken;			/* setting up failed: probes see no maps */
 	struct gpuext_ptx_map_desc desc[GX_PACK_MAX_MAPS];
 	struct nv_dmap m[GX_PACK_MAX_MAPS];
+	/* 0 not calibrated, 1 in progress, 2 ->clock valid, 3 failed (preload only). */
+	_Atomic int clock_state;
+	struct nv_clock clock;
 	struct nv_ctx *next;
 };
 

@@ -8,8 +8,12 @@
  * kernel nodes get their tables ready when the node is added or changed,
  * since a graph launch runs them without passing through us.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nv_preload.h"
 
@@ -200,3 +204,238 @@ EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode n,
 	return real.cuGraphExecKernelNodeSetParams_v2(e, n, p);
 }
 
+/* ------------------------------------------------------------------ */
+/* Clock calibration                                                    */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Clock calibration: the offset between a GPU's %globaltimer and the host's
+ * CLOCK_REALTIME, measured once per context so that `gpuext trace
+ * launchlate` can compare device start times with host launch times (the two
+ * clocks disagree by tens of microseconds on real GPUs).
+ *
+ * A one-thread kernel of ours (PTX text, JIT-compiled by the driver) spins
+ * on a round number in mapped pinned host memory. For each round the host
+ * stamps CLOCK_REALTIME (tw), publishes the round; the kernel reads
+ * %globaltimer (d) as soon as it sees it, writes d back, then acknowledges;
+ * the host stamps the acknowledgement (ta). With O = device - host clock:
+ *   d >= tw + O   (the device cannot see the round before it was written)
+ *   d <= ta + O   (the host cannot see d before it was read)
+ * so O lies in [max(d - ta), min(d - tw)] over the rounds. The estimate is
+ * the middle of that interval, the uncertainty its half width (about one
+ * PCIe visibility latency). No launch latency enters: the kernel is already
+ * running when the rounds are timed.
+ *
+ * Never hangs: the kernel gives up after a clock64 budget per round, and the
+ * host after a wall-clock budget, after which it writes an abort word the
+ * kernel also watches. Result: DIR/clock-<pid>-<gpu>.txt (nvprobe.h).
+ */
+
+#define CLK_ROUNDS 20
+#define CLK_ABORT 0x7fffffffu
+/* Per round: the device waits at most this many cycles (~0.5 s at 2 GHz). */
+#define CLK_DEV_BUDGET 1000000000ull
+/* The first round also waits for the kernel to be scheduled behind the app's work. */
+#define CLK_HOST_FIRST_NS 2000000000ull
+#define CLK_HOST_ROUND_NS 100000000ull
+
+/* Mapped pinned host memory shared with the kernel (offsets fixed in the PTX). */
+struct clk_shared {
+	volatile uint32_t round;	/* host -> device: round r (1-based) or CLK_ABORT */
+	volatile uint32_t ack;		/* device -> host: last round seen */
+	volatile uint64_t dev_ns;	/* %globaltimer when round ack was seen */
+};
+
+static const char clk_ptx[] =
+	".version 6.0\n"
+	".target sm_52\n"
+	".address_size 64\n"
+	"\n"
+	".visible .entry gpuext_clock_sync(.param .u64 p_buf, .param .u32 p_n, .param .u64 p_budget)\n"
+	"{\n"
+	"	.reg .pred %p<5>;\n"
+	"	.reg .b32 %r<5>;\n"
+	"	.reg .b64 %rd<8>;\n"
+	"\n"
+	"	ld.param.u64 %rd1, [p_buf];\n"
+	"	cvta.to.global.u64 %rd1, %rd1;\n"
+	"	ld.param.u32 %r1, [p_n];\n"
+	"	ld.param.u64 %rd2, [p_budget];\n"
+	"	mov.u32 %r2, 1;\n"
+	"NEXT:\n"
+	"	setp.gt.u32 %p1, %r2, %r1;\n"
+	"	@%p1 bra DONE;\n"
+	"	mov.u64 %rd3, %clock64;\n"
+	"WAIT:\n"
+	"	ld.volatile.global.u32 %r3, [%rd1];\n"
+	"	setp.eq.u32 %p2, %r3, %r2;\n"
+	"	@%p2 bra SEEN;\n"
+	"	setp.eq.u32 %p3, %r3, 2147483647;\n"
+	"	@%p3 bra DONE;\n"
+	"	mov.u64 %rd4, %clock64;\n"
+	"	sub.s64 %rd5, %rd4, %rd3;\n"
+	"	setp.gt.u64 %p4, %rd5, %rd2;\n"
+	"	@%p4 bra DONE;\n"
+	"	bra.uni WAIT;\n"
+	"SEEN:\n"
+	"	mov.u64 %rd6, %globaltimer;\n"
+	"	st.volatile.global.u64 [%rd1+8], %rd6;\n"
+	"	membar.sys;\n"
+	"	st.volatile.global.u32 [%rd1+4], %r2;\n"
+	"	membar.sys;\n"
+	"	add.u32 %r2, %r2, 1;\n"
+	"	bra.uni NEXT;\n"
+	"DONE:\n"
+	"	ret;\n"
+	"}\n";
+
+/* Waits for the kernel to acknowledge @round; false after @budget_ns. */
+static bool clk_wait_ack(struct clk_shared *s, uint32_t round, uint64_t budget_ns, uint64_t *ta)
+{
+	uint64_t t0 = nv_now_ns(), t;
+
+	for (;;) {
+		uint32_t a = __atomic_load_n(&s->ack, __ATOMIC_ACQUIRE);
+
+		t = nv_now_ns();
+		if (a == round) {
+			*ta = t;
+			return true;
+		}
+		if (t - t0 > budget_ns)
+			return false;
+	}
+}
+
+static void clk_write(const struct nv_ctx *x, const struct nv_clock *c)
+{
+	char path[PATH_MAX + 48], buf[256];
+	int fd, n;
+
+	snprintf(path, sizeof(path), "%s/clock-%u-%d.txt", g.dir, g.pid, x->ordinal);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		fprintf(stderr, PFX "cannot write %s: %s\n", path, strerror(errno));
+		return;
+	}
+	n = snprintf(buf, sizeof(buf),
+		     "# %%globaltimer - CLOCK_REALTIME on this GPU (ns), +- uncertainty\n"
+		     "pid %u gpu %d offset_ns %lld uncertainty_ns %llu rounds %u cost_ns %llu\n",
+		     g.pid, x->ordinal, (long long)c->offset_ns,
+		     (unsigned long long)c->uncertainty_ns, c->rounds,
+		     (unsigned long long)c->cost_ns);
+	nv_write_all(fd, buf, (size_t)n);
+	close(fd);
+}
+
+/* The measurement in the current context (@x's); 0 or -errno, with @c filled. */
+static int clk_measure(struct nv_ctx *x, struct nv_clock *c, char *why, size_t why_len)
+{
+	const struct nv_api *cu = &g.cu;
+	struct clk_shared *s = NULL;
+	CUdeviceptr sdev = 0;
+	CUmodule mod = NULL;
+	CUfunction fn = NULL;
+	unsigned int rounds = CLK_ROUNDS;
+	unsigned long long budget = CLK_DEV_BUDGET;
+	int64_t lo = INT64_MIN, hi = INT64_MAX;
+	uint32_t done = 0;
+	uint64_t t_start = nv_now_ns();
+	void *params[3];
+	char nb[32];
+	CUresult r;
+	int err = -EIO;
+
+	r = cu->ModuleLoadData(&mod, clk_ptx);
+	if (r == CUDA_SUCCESS)
+		r = cu->ModuleGetFunction(&fn, mod, "gpuext_clock_sync");
+	if (r != CUDA_SUCCESS) {
+		snprintf(why, why_len, "loading the calibration kernel: %s",
+			 nv_cu_name(cu, r, nb, sizeof(nb)));
+		goto out;
+	}
+	r = cu->MemHostAlloc((void **)&s, sizeof(*s), CU_MEMHOSTALLOC_DEVICEMAP |
+			     CU_MEMHOSTALLOC_PORTABLE);
+	if (r == CUDA_SUCCESS) {
+		memset((void *)s, 0, sizeof(*s));
+		r = cu->MemHostGetDevicePointer(&sdev, s, 0);
+	}
+	if (r != CUDA_SUCCESS) {
+		snprintf(why, why_len, "mapped host memory: %s", nv_cu_name(cu, r, nb, sizeof(nb)));
+		goto out;
+	}
+	params[0] = &sdev;
+	params[1] = &rounds;
+	params[2] = &budget;
+	r = cu->LaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, x->stream, params, NULL);
+	if (r != CUDA_SUCCESS) {
+		snprintf(why, why_len, "launching the calibration kernel: %s",
+			 nv_cu_name(cu, r, nb, sizeof(nb)));
+		goto out;
+	}
+	for (uint32_t i = 1; i <= rounds; i++) {
+		uint64_t tw, ta;
+		int64_t d;
+
+		tw = nv_now_ns();
+		__atomic_store_n(&s->round, i, __ATOMIC_RELEASE);
+		if (!clk_wait_ack(s, i, i == 1 ? CLK_HOST_FIRST_NS : CLK_HOST_ROUND_NS, &ta))
+			break;
+		d = (int64_t)s->dev_ns;
+		lo = d - (int64_t)ta > lo ? d - (int64_t)ta : lo;
+		hi = d - (int64_t)tw < hi ? d - (int64_t)tw : hi;
+		done = i;
+	}
+	if (done < rounds)
+		__atomic_store_n(&s->round, CLK_ABORT, __ATOMIC_RELEASE);
+	r = cu->StreamSynchronize(x->stream);
+	if (r != CUDA_SUCCESS) {
+		snprintf(why, why_len, "calibration kernel: %s", nv_cu_name(cu, r, nb, sizeof(nb)));
+		goto out;
+	}
+	if (!done) {
+		snprintf(why, why_len, "the calibration kernel never answered");
+		err = -ETIMEDOUT;
+		goto out;
+	}
+	/*
+	 * A coarse %globaltimer (1 us ticks on some GPUs) or a clock step can
+	 * leave lo > hi: then the width between them is the uncertainty.
+	 */
+	c->offset_ns = lo + (hi - lo) / 2;
+	c->uncertainty_ns = (uint64_t)(hi >= lo ? hi - lo : lo - hi) / 2;
+	c->rounds = done;
+	c->cost_ns = nv_now_ns() - t_start;
+	err = 0;
+out:
+	if (s)
+		cu->MemFreeHost(s);
+	if (mod)
+		cu->ModuleUnload(mod);
+	return err;
+}
+
+void nv_clock_calibrate(struct nv_ctx *x)
+{
+	struct nv_clock c = { 0 };
+	char why[160] = "";
+	int expect = 0, mode, err;
+
+	if (!x || x->broken || !g.clock_sync)
+		return;
+	/* Once per context, by whichever thread gets here first. */
+	if (!atomic_compare_exchange_strong(&x->clock_state, &expect, 1))
+		return;
+	mode = nv_capture_relax(&g.cu);
+	err = clk_measure(x, &c, why, sizeof(why));
+	nv_capture_restore(&g.cu, mode);
+	if (err) {
+		fprintf(stderr, PFX "GPU %d: clock calibration failed (%s); launch latencies "
+			"of this GPU are not corrected\n", x->ordinal, why);
+		atomic_store(&x->clock_state, 3);
+		return;
+	}
+	x->clock = c;
+	atomic_store(&x->clock_state, 2);
+	clk_write(x, &c);
+}

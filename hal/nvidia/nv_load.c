@@ -236,8 +236,11 @@ struct nv_ctx *nv_current_ctx(void)
 	if (c != tl_ctx || !tl_state || tl_state->dead) {
 		tl_state = nv_maps__ctx(&g.maps, c);
 		tl_ctx = c;
-		if (tl_state)
+		if (tl_state) {
 			nv_maps__start(&g.maps);
+			/* Before its first launch, so every launch record can be corrected. */
+			nv_clock_calibrate(tl_state);
+		}
 	}
 	return tl_state;
 }

@@ -172,6 +172,7 @@ struct nv_state {
 	struct nv_maps maps;
 	int kernels_fd, launches_fd;
 	unsigned pid;
+	bool clock_sync;		/* GPUEXT_CLOCK_SYNC=1: calibrate each context's clock */
 
 	pthread_rwlock_t hlock;		/* handles, images, reported ids */
 	_Atomic(struct nv_handle *) buckets[NV_BUCKETS];	/* read without the lock */
@@ -189,6 +190,9 @@ struct nv_state {
 	_Atomic uint64_t sync_mirror_ns;	/* last mirror after a synchronizing call */
 };
 extern struct nv_state g;
+
+/* nv_launch.c: measures @x's %globaltimer - CLOCK_REALTIME once (current context = @x). */
+void nv_clock_calibrate(struct nv_ctx *x);
 
 /* preload.c */
 void nv_ensure_init(void);

@@ -124,6 +124,9 @@ void gx_pack_free(struct gx_pack *p);
  *   kernels.txt   "<pid> <kernel_id 16 hex> <status> <name>" per kernel seen,
  *                 status instrumented | sass-only | filtered | error:<why>
  *   launches.bin  struct gx_launch_rec records (append; one per launch)
+ *   clock-<pid>-<gpu>.txt  with GPUEXT_CLOCK_SYNC=1: "pid P gpu G offset_ns O
+ *                 uncertainty_ns U rounds R cost_ns C", O = %globaltimer -
+ *                 CLOCK_REALTIME on that GPU within +- U (nv_launch.c)
  */
 struct gx_launch_rec {
 	uint64_t host_ns;	/* CLOCK_REALTIME just before the launch call */

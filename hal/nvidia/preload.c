@@ -618,6 +618,10 @@ static bool resolve_api(void)
 		API(LibraryGetGlobal, "cuLibraryGetGlobal", true),
 		API(FuncGetName, "cuFuncGetName", true),
 		API(ThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode", true),
+		API(ModuleLoadData, "cuModuleLoadData", false),
+		API(ModuleGetFunction, "cuModuleGetFunction", false),
+		API(ModuleUnload, "cuModuleUnload", false),
+		API(LaunchKernel, "cuLaunchKernel", false),
 #undef API
 	};
 
@@ -681,6 +685,7 @@ static void init_body(void)
 		return;
 	}
 	g.maps.tick = tick;
+	g.clock_sync = getenv("GPUEXT_CLOCK_SYNC") && !strcmp(getenv("GPUEXT_CLOCK_SYNC"), "1");
 	g.kernels_fd = open_out("kernels.txt", 0);
 	g.launches_fd = open_out("launches.bin", 0);
 	if (g.kernels_fd < 0 || g.launches_fd < 0) {

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "nv_cuda.h"
 
@@ -363,9 +364,91 @@ EXPORT CUresult cuStreamCreate(CUstream *s, unsigned flags)
 	return 0;
 }
 
+/*
+ * The preload library's clock calibration kernel (hal/nvidia/nv_launch.c),
+ * played by a thread: it answers each round with "%globaltimer" =
+ * CLOCK_REALTIME + FAKECUDA_CLOCK_OFFSET_NS (default 0), so a test can check
+ * that the offset comes back and gets subtracted. A stream sync joins it.
+ */
+struct fclk {
+	volatile uint32_t *round, *ack;
+	volatile uint64_t *dev_ns;
+	uint32_t n;
+	int64_t offset;
+};
+static pthread_mutex_t clk_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t clk_thread;
+static int clk_running;
+
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void *clk_kernel(void *arg)
+{
+	struct fclk *k = arg;
+
+	for (uint32_t r = 1; r <= k->n; r++) {
+		uint64_t t0 = real_ns();
+		uint32_t v;
+
+		/* Like the kernel's clock64 budget: never wait forever. */
+		while ((v = __atomic_load_n(k->round, __ATOMIC_ACQUIRE)) != r) {
+			if (v == 0x7fffffffu || real_ns() - t0 > 2000000000ull)
+				goto out;
+		}
+		*k->dev_ns = real_ns() + (uint64_t)k->offset;
+		__atomic_store_n(k->ack, r, __ATOMIC_RELEASE);
+	}
+out:
+	free(k);
+	return NULL;
+}
+
+static CUresult clk_launch(void **p)
+{
+	struct fclk *k = calloc(1, sizeof(*k));
+	const char *off = getenv("FAKECUDA_CLOCK_OFFSET_NS");
+	uint8_t *base;
+	uint32_t n;
+
+	pthread_mutex_lock(&clk_lock);
+	if (!k || !p || clk_running) {
+		pthread_mutex_unlock(&clk_lock);
+		free(k);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	base = (uint8_t *)(uintptr_t)*(CUdeviceptr *)p[0];
+	k->round = (volatile uint32_t *)base;
+	k->ack = (volatile uint32_t *)(base + 4);
+	k->dev_ns = (volatile uint64_t *)(base + 8);
+	k->n = n = *(uint32_t *)p[1];
+	k->offset = off ? strtoll(off, NULL, 10) : 0;
+	if (pthread_create(&clk_thread, NULL, clk_kernel, k)) {
+		pthread_mutex_unlock(&clk_lock);
+		free(k);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	clk_running = 1;
+	pthread_mutex_unlock(&clk_lock);
+	logf_("clock_sync %u rounds", n);
+	return 0;
+}
+
 EXPORT CUresult cuStreamSynchronize(CUstream s)
 {
 	(void)s;
+	/* Any thread may sync (the mirror thread too): one of them joins. */
+	pthread_mutex_lock(&clk_lock);
+	if (clk_running) {
+		pthread_join(clk_thread, NULL);
+		clk_running = 0;
+	}
+	pthread_mutex_unlock(&clk_lock);
 	return 0;
 }
 
@@ -618,7 +701,9 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
 			       unsigned by, unsigned bz, unsigned shm, CUstream s, void **p,
 			       void **e)
 {
-	(void)gy, (void)gz, (void)by, (void)bz, (void)shm, (void)s, (void)p, (void)e;
+	(void)gy, (void)gz, (void)by, (void)bz, (void)shm, (void)s, (void)e;
+	if (f && !strcmp(((struct ffunc *)f)->name, "gpuext_clock_sync"))
+		return clk_launch(p);
 	return launch("launch", f, gx, bx);
 }
 

@@ -19,7 +19,7 @@
 #                                   %globaltimer bounds, launch latency in (0, 10 ms), blocks per
 #                                   SM sum to the blocks launched, device kernel durations <= the
 #                                   cudaEvent time, and every app's result unchanged; then the
-#                                   benchmark unless GPUEXT_NO_BENCH=1.
+#                                   benchmark unless GPUEXT_NO_BENCH=1 (or GPUEXT_PROBES_NO_BENCH=1).
 #
 # Call it on the device with the bundle carried:
 #   run(command="tools/gpu/probes.sh", carry=["build-gpu/trace-bundle"])
@@ -276,7 +276,7 @@ fi
 npass=$(grep -c '^PASS' "$out/checks.txt"); nfail=$(grep -c '^FAIL' "$out/checks.txt")
 say "checks: $npass passed, $nfail failed"
 
-if [ "${GPUEXT_NO_BENCH:-0}" != 1 ]; then
+if [ "${GPUEXT_NO_BENCH:-0}" != 1 ] && [ "${GPUEXT_PROBES_NO_BENCH:-0}" != 1 ]; then
   # The whole script must fit one device call (600 s): the bench gets what is left of 520 s.
   btmo=${GPUEXT_BENCH_TIMEOUT:-300}
   left=$((520 - SECONDS))

@@ -577,9 +577,10 @@ static void show_threadhist(struct tracer *t, FILE *f, bool final)
 
 static void show_launchlate(struct tracer *t, FILE *f, bool final, FILE *out)
 {
-	size_t nl = 0;
+	size_t nl = 0, nclk = 0, uncorr = 0;
 	struct gx_launch_rec *l = load_launches(t->dir, &nl);
 	int64_t *lat = calloc(nl ? nl : 1, sizeof(*lat));
+	struct trace_clock *clk = NULL;
 	struct trace_hist h = { 0 };
 	long pairs;
 	uint64_t neg = 0;
@@ -589,7 +590,10 @@ static void show_launchlate(struct tracer *t, FILE *f, bool final, FILE *out)
 		free(l);
 		return;
 	}
-	pairs = trace_match_launches(l, nl, t->recs.v, t->recs.n, lat);
+	/* The clocks differ by tens of us: launches move onto their GPU's clock first. */
+	if (trace_clocks_load(t->dir, &clk, &nclk))
+		nclk = 0;
+	pairs = trace_match_launches_clk(l, nl, t->recs.v, t->recs.n, clk, nclk, lat, &uncorr);
 	for (size_t i = 0; i < nl; i++) {
 		if (lat[i] == INT64_MIN)
 			continue;
@@ -607,8 +611,19 @@ static void show_launchlate(struct tracer *t, FILE *f, bool final, FILE *out)
 		trace_fmt_ns(h.max, c, sizeof(c)), neg ? " (some negative: the clocks disagree)" : "");
 	if (neg)
 		fprintf(f, "  %" PRIu64 " pairs had the start before the launch: %%globaltimer and CLOCK_REALTIME differ here\n", neg);
-	if (final)
+	if (final) {
+		for (size_t i = 0; i < nclk; i++)
+			fprintf(f, "  clock: pid %u GPU %u: %%globaltimer - CLOCK_REALTIME = %s%s +- %s (latencies corrected by it, so exact to +- that)\n",
+				clk[i].pid, clk[i].gpu, clk[i].offset_ns < 0 ? "-" : "",
+				trace_fmt_ns(clk[i].offset_ns < 0 ? (uint64_t)-clk[i].offset_ns :
+					     (uint64_t)clk[i].offset_ns, a, sizeof(a)),
+				trace_fmt_ns(clk[i].uncertainty_ns, b, sizeof(b)));
+		if (uncorr)
+			fprintf(f, "  %zu pairs had no clock calibration for their GPU: raw CLOCK_REALTIME vs %%globaltimer (may be off by tens of us)\n",
+				uncorr);
 		trace_hist_print(f, &h, true);
+	}
+	free(clk);
 	free(lat);
 	free(l);
 }
@@ -862,7 +877,8 @@ static void forward_signal(int sig)
 		kill((pid_t)child_pid, sig);
 }
 
-static pid_t spawn(char **argv, const char *preload, const char *dir)
+/* @clock_sync: the tool compares device and host times (GPUEXT_CLOCK_SYNC, nv_launch.c). */
+static pid_t spawn(char **argv, const char *preload, const char *dir, bool clock_sync)
 {
 	pid_t pid = fork();
 
@@ -878,6 +894,8 @@ static pid_t spawn(char **argv, const char *preload, const char *dir)
 		snprintf(pl, len, "%s%s%s", preload, old && *old ? ":" : "", old ? old : "");
 		setenv("LD_PRELOAD", pl, 1);
 		setenv("GPUEXT_TRACE_DIR", dir, 1);
+		if (clock_sync)
+			setenv("GPUEXT_CLOCK_SYNC", "1", 1);
 		execvp(argv[0], argv);
 		fprintf(stderr, "gpuext trace: cannot run '%s': %s\n", argv[0], strerror(errno));
 		_exit(127);
@@ -1034,7 +1052,7 @@ int cmd_trace(int argc, char **argv)
 	fflush(stdout);
 	signal(SIGINT, forward_signal);
 	signal(SIGTERM, forward_signal);
-	pid = spawn(o.app_argv, preload, t.dir);
+	pid = spawn(o.app_argv, preload, t.dir, t.kind == T_LAUNCHLATE);
 	if (pid < 0) {
 		fprintf(stderr, "gpuext trace: fork failed: %s\n", strerror(errno));
 		goto out;

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gpuext trace: the GPU-free parts (see trace_lib.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -348,14 +350,98 @@ static int ord_cmp(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
+int trace_clock_parse(const char *text, struct trace_clock *c)
+{
+	const char *p = strstr(text, "\npid ");
+	unsigned pid;
+	int gpu;
+	long long off;
+	unsigned long long unc;
+
+	p = !strncmp(text, "pid ", 4) ? text : p ? p + 1 : NULL;
+	if (!p || sscanf(p, "pid %u gpu %d offset_ns %lld uncertainty_ns %llu", &pid, &gpu, &off,
+			 &unc) != 4 || gpu < 0)
+		return -EINVAL;
+	c->pid = pid;
+	c->gpu = (uint32_t)gpu;
+	c->offset_ns = off;
+	c->uncertainty_ns = unc;
+	return 0;
+}
+
+int trace_clocks_load(const char *dir, struct trace_clock **out, size_t *cnt)
+{
+	struct trace_clock *v = NULL, *nv;
+	struct dirent *e;
+	size_t n = 0;
+	DIR *d;
+
+	*out = NULL;
+	*cnt = 0;
+	d = opendir(dir);
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		char path[PATH_MAX], text[512];
+		struct trace_clock c;
+		size_t len;
+		FILE *f;
+
+		if (strncmp(e->d_name, "clock-", 6) || !strstr(e->d_name, ".txt"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		len = fread(text, 1, sizeof(text) - 1, f);
+		fclose(f);
+		text[len] = 0;
+		if (trace_clock_parse(text, &c)) {
+			fprintf(stderr, "gpuext trace: %s is not a clock calibration: ignored\n", path);
+			continue;
+		}
+		nv = realloc(v, (n + 1) * sizeof(*v));
+		if (!nv) {
+			free(v);
+			closedir(d);
+			return -ENOMEM;
+		}
+		v = nv;
+		v[n++] = c;
+	}
+	closedir(d);
+	*out = v;
+	*cnt = n;
+	return 0;
+}
+
+const struct trace_clock *trace_clock_find(const struct trace_clock *c, size_t n, uint32_t pid,
+					   uint32_t gpu)
+{
+	for (size_t i = 0; i < n; i++)
+		if (c[i].pid == pid && c[i].gpu == gpu)
+			return &c[i];
+	return NULL;
+}
+
 long trace_match_launches(const struct gx_launch_rec *l, size_t nl,
 			  const struct gx_rec_start *s, size_t ns, int64_t *lat)
+{
+	return trace_match_launches_clk(l, nl, s, ns, NULL, 0, lat, NULL);
+}
+
+long trace_match_launches_clk(const struct gx_launch_rec *l, size_t nl,
+			      const struct gx_rec_start *s, size_t ns,
+			      const struct trace_clock *clk, size_t nclk, int64_t *lat,
+			      size_t *uncorrected)
 {
 	struct ord *lo = calloc(nl ? nl : 1, sizeof(*lo));
 	struct ord *so = calloc(ns ? ns : 1, sizeof(*so));
 	size_t i = 0, j = 0;
 	long pairs = 0;
 
+	if (uncorrected)
+		*uncorrected = 0;
 	if (!lo || !so) {
 		free(lo);
 		free(so);
@@ -381,8 +467,13 @@ long trace_match_launches(const struct gx_launch_rec *l, size_t nl,
 			j++;
 		} else {
 			const struct gx_launch_rec *L = &l[lo[i].idx];
+			const struct trace_clock *c = trace_clock_find(clk, nclk, L->pid, L->gpu);
 
 			lat[lo[i].idx] = (int64_t)(s[so[j].idx].timer_ns - L->host_ns);
+			if (c)
+				lat[lo[i].idx] -= c->offset_ns;
+			else if (uncorrected)
+				(*uncorrected)++;
 			pairs++;
 			i++;
 			j++;

@@ -74,8 +74,36 @@ void trace_hist_print(FILE *f, const struct trace_hist *h, bool ns);
  * the clocks disagree) for launch i, or INT64_MIN if no start came. Returns
  * the number of pairs, or -ENOMEM.
  */
+/*
+ * The preload library's clock calibrations, DIR/clock-<pid>-<gpu>.txt:
+ * %globaltimer - CLOCK_REALTIME of one process's GPU, within +- uncertainty.
+ */
+struct trace_clock {
+	uint32_t pid;
+	uint32_t gpu;
+	int64_t offset_ns;
+	uint64_t uncertainty_ns;
+};
+/* Reads every DIR/clock-*.txt (none = 0 entries). *out malloc'd. 0 or -errno. */
+int trace_clocks_load(const char *dir, struct trace_clock **out, size_t *cnt);
+/* Parses one file's text; 0 or -EINVAL (not the format nv_launch.c writes). */
+int trace_clock_parse(const char *text, struct trace_clock *c);
+/* The calibration of (@pid, @gpu), or NULL. */
+const struct trace_clock *trace_clock_find(const struct trace_clock *c, size_t n, uint32_t pid,
+					   uint32_t gpu);
+
+/*
+ * As above, with each launch's host time moved onto its GPU's clock by
+ * the calibration of its (pid, gpu) in @clk: lat = start - (launch +
+ * offset). Launches without one stay uncorrected; *uncorrected (if not
+ * NULL) counts those that paired.
+ */
 long trace_match_launches(const struct gx_launch_rec *l, size_t nl,
 			  const struct gx_rec_start *s, size_t ns, int64_t *lat);
+long trace_match_launches_clk(const struct gx_launch_rec *l, size_t nl,
+			      const struct gx_rec_start *s, size_t ns,
+			      const struct trace_clock *clk, size_t nclk, int64_t *lat,
+			      size_t *uncorrected);
 
 /* ---- SM load ---------------------------------------------------------------- */
 

@@ -8,8 +8,9 @@
  * launch to DIR/launches.bin (CLOCK_REALTIME just before cuLaunchKernel).
  * `gpuext trace launchlate` pairs the n-th start of a kernel with the n-th
  * launch of that kernel and prints a log2 histogram of the differences.
- * %globaltimer counts ns since the epoch, set from the host clock by the
- * driver, so the two clocks are comparable to within microseconds.
+ * %globaltimer counts ns since the epoch but drifts tens of microseconds
+ * from CLOCK_REALTIME, so the preload library measures the offset per GPU
+ * (DIR/clock-<pid>-<gpu>.txt, hal/nvidia/README.md) and the tool subtracts it.
  */
 #include "probes.h"
 
