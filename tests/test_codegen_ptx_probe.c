@@ -100,16 +100,33 @@ static char *wrap(const char *probes, const char *version, const char *sm, uint3
 		return NULL;
 	len = (size_t)snprintf(m, cap, ".version %s\n.target %s\n.address_size 64\n\n%s\n"
 			       ".visible .entry gx_test_caller(.param .u64 gx_test_caller_p)\n{\n"
-			       "\t.local .align 8 .b8 ctx[112];\n\t.reg .b64 %%rd<3>;\n"
-			       "\tmov.u64 %%rd1, ctx;\n\tcvta.local.u64 %%rd2, %%rd1;\n",
+			       "\t.reg .b64 %%rd<3>;\n\t.reg .b32 %%r<2>;\n"
+			       "\tmov.u64 %%rd1, 42;\n\tmov.u32 %%r1, 4;\n",
 			       version, sm, probes);
+	/* (kernel id, args, addr, value, size): hal/nvidia/ptx_splice.h */
 	for (int e = 0; e < 4; e++)
 		if (events & (1u << e))
 			len += (size_t)snprintf(m + len, cap - len, "\t{\n\t.param .b64 a;\n"
-						"\tst.param.b64 [a], %%rd2;\n"
-						"\tcall gpuext_probe_%s, (a);\n\t}\n", ev[e]);
+						"\t.param .b64 b;\n\t.param .b64 c;\n"
+						"\t.param .b64 d;\n\t.param .b32 e;\n"
+						"\tst.param.b64 [a], %%rd1;\n\tst.param.b64 [b], 0;\n"
+						"\tst.param.b64 [c], %%rd1;\n\tst.param.b64 [d], 7;\n"
+						"\tst.param.b32 [e], %%r1;\n"
+						"\tcall gpuext_probe_%s, (a, b, c, d, e);\n\t}\n", ev[e]);
 	snprintf(m + len, cap - len, "\tret;\n}\n");
 	return m;
+}
+
+/* The text of PTX function @name's definition (malloc'd), or NULL. */
+static char *func_text(const char *t, const char *name)
+{
+	char head[128];
+	const char *a, *b;
+
+	snprintf(head, sizeof(head), ".func %s(\n", name);
+	a = strstr(t, head);
+	b = a ? strstr(a, "\n}\n") : NULL;
+	return b ? strndup(a, (size_t)(b - a) + 3) : NULL;
 }
 
 /*
@@ -220,8 +237,30 @@ static void test_probe_all(void)
 			CHECK_EQ_U64(events, 0xf);
 			CHECK_EQ_U64(len, strlen(text));
 			/* The calling convention the splicer relies on. */
-			CHECK_STR_CONTAINS(text, ".visible .func gpuext_probe_entry(\n\t.param .b64 "
-					   "gpuext_probe_entry_param_0\n)");
+			CHECK_STR_CONTAINS(text, ".visible .func gpuext_probe_entry(\n"
+					   "\t.param .b64 gpuext_probe_entry_param_0,\n"
+					   "\t.param .b64 gpuext_probe_entry_param_1,\n"
+					   "\t.param .b64 gpuext_probe_entry_param_2,\n"
+					   "\t.param .b64 gpuext_probe_entry_param_3,\n"
+					   "\t.param .b32 gpuext_probe_entry_param_4\n)");
+			/*
+			 * The map shapes are compiled in: the entry probe uses arrays
+			 * only, so no hash code (FNV-1a's prime) and no local memory
+			 * (the context and the key slots live in registers); the
+			 * load probe hashes its key.
+			 */
+			{
+				char *fe = func_text(text, "gpuext_probe_entry");
+				char *fl = func_text(text, "gpuext_probe_load");
+
+				CHECK(fe && fl);
+				if (fe && fl) {
+					CHECK(!strstr(fe, "16777619") && !strstr(fe, ".local"));
+					CHECK(strstr(fl, "16777619") != NULL);
+				}
+				free(fe);
+				free(fl);
+			}
 			CHECK_STR_CONTAINS(text, ".visible .func gpuext_probe_exit(");
 			CHECK_STR_CONTAINS(text, ".visible .func gpuext_probe_load(");
 			CHECK_STR_CONTAINS(text, ".visible .func gpuext_probe_store(");

@@ -6,7 +6,8 @@
  * kernel filter, kernels.txt lines, which versioned entry point a
  * cuGetProcAddress request means, folding per-GPU values, writing the shm
  * maps of another process (array + ring producer, read back through
- * libgpuext's own reader and consumer) and draining a device ring.
+ * libgpuext's own reader and consumer), and placing and draining a sharded
+ * device ring through a fake driver in this process.
  *
  * End to end (when the build has the preload library): this process plays
  * `gpuext trace` (publishes maps, writes a pack) and runs tests/nv/fakeapp
@@ -219,59 +220,429 @@ static void test_shm(void)
 	CHECK(r.host_drops >= 1);
 	CHECK_EQ_INT(r.records, 12 + 4);
 
-	/* Drain a device ring (as the GPU leaves it in pinned memory) into the shm ring. */
-	{
-		uint8_t dev[256] = { 0 };
-		struct gpuext_ptx_ringbuf_hdr h = { 0 };
-		uint32_t w;
-		uint64_t v;
-
-		gpuext_ringbuf_consumer__consume(cons);
-		seen.n = 0;
-		/* rec A (8 bytes) at 0, a discarded rec at 16, rec B at 32, busy rec C at 48. */
-		w = 8;
-		v = 0xa;
-		memcpy(dev + 0, &w, 4);
-		memcpy(dev + 8, &v, 8);
-		w = 8 | GPUEXT_RB_DISCARD;
-		memcpy(dev + 16, &w, 4);
-		w = 8;
-		v = 0xb;
-		memcpy(dev + 32, &w, 4);
-		memcpy(dev + 40, &v, 8);
-		w = 8 | GPUEXT_RB_BUSY;
-		memcpy(dev + 48, &w, 4);
-		h.prod = 64;
-		CHECK_EQ_U64(nv_ring_drain(&h, dev, sizeof(dev), &r), 2);
-		CHECK_EQ_U64(h.cons, 48);	/* stopped at the busy one */
-		CHECK(dev[0] == 0 && dev[16] == 0 && dev[40] == 0);	/* consumed space zeroed */
-		w = 8;
-		v = 0xc;
-		memcpy(dev + 56, &v, 8);
-		memcpy(dev + 48, &w, 4);	/* committed */
-		CHECK_EQ_U64(nv_ring_drain(&h, dev, sizeof(dev), &r), 1);
-		CHECK_EQ_U64(h.cons, 64);
-		gpuext_ringbuf_consumer__consume(cons);
-		CHECK_EQ_INT(seen.n, 3);
-		CHECK_EQ_U64(seen.v[0], 0xa);
-		CHECK_EQ_U64(seen.v[1], 0xb);
-		CHECK_EQ_U64(seen.v[2], 0xc);
-		/* Reserved but header not yet written (0): wait, do not skip. */
-		h.prod = 80;
-		CHECK_EQ_U64(nv_ring_drain(&h, dev, sizeof(dev), &r), 0);
-		CHECK_EQ_U64(h.cons, 64);
-		/* A header claiming more than was produced is garbage: skip to prod. */
-		w = 200;
-		memcpy(dev + 64, &w, 4);
-		n = (int)r.host_drops;
-		CHECK_EQ_U64(nv_ring_drain(&h, dev, sizeof(dev), &r), 0);
-		CHECK_EQ_U64(h.cons, 80);
-		CHECK_EQ_INT(r.host_drops, n + 1);
-	}
 	nv_shm_close(&r);
 out:
 	gpuext_ringbuf_consumer__free(cons);
 	gpuext_runtime__free(rt);
+}
+
+/* ------------------------------------------------------------------ */
+/* Device rings: placement, shards, drain through a fake driver         */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A driver whose "device" memory is host memory, like tests/nv/fakecuda.c,
+ * but in this process so the test can look at every step: the cons write
+ * checks that the space it frees is already zero on the device, a DtoH can
+ * fail, and one DtoH can read its range backwards with the device
+ * committing a record half-way (as a copy engine may interleave with a
+ * kernel).
+ */
+static struct {
+	struct nv_dmap *m;
+	void *allocs[16];
+	int nallocs;
+	int cons_writes, cons_dirty, memsets, fail_dtoh;
+	void (*mid_copy)(void);	/* one shot, in the next data DtoH */
+} fk;
+
+static CUresult fk_alloc(CUdeviceptr *p, size_t n)
+{
+	void *m = calloc(1, n);
+
+	if (!m || fk.nallocs == 16) {
+		free(m);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	fk.allocs[fk.nallocs++] = m;
+	*p = (CUdeviceptr)(uintptr_t)m;
+	return 0;
+}
+
+static CUresult fk_host_alloc(void **p, size_t n, unsigned flags)
+{
+	CUdeviceptr d = 0;
+	CUresult r = fk_alloc(&d, n);
+
+	(void)flags;
+	*p = (void *)(uintptr_t)d;
+	return r;
+}
+
+static CUresult fk_htod(CUdeviceptr d, const void *s, size_t n, CUstream st)
+{
+	struct nv_dmap *m = fk.m;
+
+	(void)st;
+	if (m && m->rh_dev && n == 8 && d >= m->rh_dev &&
+	    d < m->rh_dev + m->nr_shards * sizeof(struct gpuext_ptx_ringbuf_hdr)) {
+		/* A new cons: [old cons, new cons) must already read 0 on the device. */
+		uint32_t k = (uint32_t)((d - m->rh_dev) / sizeof(struct gpuext_ptx_ringbuf_hdr));
+		const struct gpuext_ptx_ringbuf_hdr *h = (void *)(uintptr_t)(m->rh_dev + k * 32);
+		const uint8_t *data = (uint8_t *)(uintptr_t)m->dptr + (size_t)k * m->shard_bytes;
+		uint64_t to;
+
+		memcpy(&to, s, 8);
+		for (uint64_t p = h->cons; p < to; p++)
+			if (data[p & (m->shard_bytes - 1)])
+				fk.cons_dirty++;
+		fk.cons_writes++;
+	}
+	memcpy((void *)(uintptr_t)d, s, n);
+	return 0;
+}
+
+static CUresult fk_dtoh(void *d, CUdeviceptr s, size_t n, CUstream st)
+{
+	(void)st;
+	if (fk.fail_dtoh)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (fk.mid_copy && fk.m && s >= fk.m->dptr && n > 8) {
+		void (*f)(void) = fk.mid_copy;
+
+		/* Backwards in 8-byte pieces; the device acts before the first piece. */
+		fk.mid_copy = NULL;
+		for (size_t o = n - 8; o >= 8; o -= 8)
+			memcpy((uint8_t *)d + o, (uint8_t *)(uintptr_t)s + o, 8);
+		f();
+		memcpy(d, (void *)(uintptr_t)s, 8);
+		return 0;
+	}
+	memcpy(d, (void *)(uintptr_t)s, n);
+	return 0;
+}
+
+static CUresult fk_memset32(CUdeviceptr d, unsigned v, size_t n, CUstream st)
+{
+	(void)st;
+	for (size_t i = 0; i < n; i++)
+		((uint32_t *)(uintptr_t)d)[i] = v;
+	fk.memsets++;
+	return 0;
+}
+
+static CUresult fk_sync(CUstream st)
+{
+	(void)st;
+	return 0;
+}
+
+static void fk_free(void)
+{
+	for (int i = 0; i < fk.nallocs; i++)
+		free(fk.allocs[i]);
+	memset(&fk, 0, sizeof(fk));
+}
+
+/* The device runtime's reserve + commit (ptx_runtime.c) on shard @k; -1: full (dropped). */
+static uint64_t *dev_put_busy(const struct gpuext_ptx_map_desc *d, uint32_t k, uint32_t len,
+			      int discard, bool commit, const void *payload)
+{
+	struct gpuext_ptx_ringbuf_hdr *h = (struct gpuext_ptx_ringbuf_hdr *)(uintptr_t)d->aux + k;
+	uint8_t *data = (uint8_t *)(uintptr_t)d->base + (size_t)k * d->max_entries;
+	uint64_t cap = d->max_entries, tot = (len + 15) & ~7ull, off = h->prod & (cap - 1), pad;
+	uint32_t w;
+
+	pad = off + tot > cap ? cap - off : 0;
+	if (h->prod + pad + tot - h->cons > cap) {
+		h->dropped++;
+		return NULL;
+	}
+	h->prod += pad + tot;
+	if (pad) {
+		w = (uint32_t)(pad - 8) | GPUEXT_RB_DISCARD;
+		memcpy(data + off, &w, 4);
+		off = 0;
+	}
+	w = len | GPUEXT_RB_BUSY;
+	memcpy(data + off, &w, 4);
+	if (commit) {
+		memcpy(data + off + 8, payload, len);
+		w = len | (discard ? GPUEXT_RB_DISCARD : 0);
+		memcpy(data + off, &w, 4);
+	}
+	return (uint64_t *)(data + off);
+}
+
+static int dev_put(const struct gpuext_ptx_map_desc *d, uint32_t k, const void *p, uint32_t len,
+		   int discard)
+{
+	return dev_put_busy(d, k, len, discard, true, p) ? 0 : -1;
+}
+
+/* What the shm ring's consumer got: (shard << 32 | seq) first 8 bytes of each record. */
+struct ring_log {
+	uint64_t seen[2][8192];		/* [shard][seq]: times seen */
+	uint64_t next[2];		/* next seq expected per shard: order kept within one */
+	int out_of_order, bad_len, n, other;
+	uint64_t last;
+};
+
+static int on_log(void *user, const void *data, size_t size)
+{
+	struct ring_log *l = user;
+	uint64_t v = 0;
+
+	memcpy(&v, data, size < 8 ? size : 8);
+	l->n++;
+	l->last = v;
+	if (size != 40)
+		l->bad_len++;
+	if ((v >> 32) < 2 && (v & 0xffffffffu) < 8192) {
+		uint32_t k = (uint32_t)(v >> 32), q = (uint32_t)v;
+
+		if (q != l->next[k])
+			l->out_of_order++;
+		l->next[k] = q + 1;
+		l->seen[k][q]++;
+	} else {
+		l->other++;
+	}
+	return 0;
+}
+
+static bool all_zero(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
+static struct gpuext_ptx_map_desc *mid_desc;
+
+/* The device finishes the BUSY record at the start of shard 0 (payload, then commit). */
+static void commit_first(void)
+{
+	uint8_t *rec = (uint8_t *)(uintptr_t)mid_desc->base;
+	uint64_t v = 0xfeedull;
+	uint32_t w = 40;
+
+	memcpy(rec + 8, &v, 8);
+	memcpy(rec, &w, 4);
+}
+
+static void test_ring_drain_with(bool have_memset)
+{
+	GPUEXT_OPTS(gpuext_runtime_opts, ro, .publish_maps = true);
+	GPUEXT_OPTS(gpuext_map_def, rd, .name = "rbdev", .type = BPF_MAP_TYPE_RINGBUF,
+		    .max_entries = 256 << 10);
+	struct nv_api cu = { 0 };
+	struct nv_dmap m = { 0 };
+	struct gpuext_ptx_map_desc d = { 0 };
+	struct gpuext_ringbuf_consumer *cons = NULL;
+	struct gpuext_runtime *rt = NULL;
+	struct gpuext_map *rb = NULL;
+	struct ring_log *log = calloc(1, sizeof(*log));
+	struct gx_pack_map pm;
+	struct nv_shm s = { 0 };
+	struct gpuext_ptx_ringbuf_hdr *hd;
+	uint64_t rec[5] = { 0 }, moved = 0, total = 0, seq[2] = { 0, 0 };
+	char err[256] = "";
+	CUresult r;
+	int drops, filled;
+
+	cu.MemAlloc = fk_alloc;
+	cu.MemHostAlloc = fk_host_alloc;
+	cu.MemcpyHtoDAsync = fk_htod;
+	cu.MemcpyDtoHAsync = fk_dtoh;
+	cu.StreamSynchronize = fk_sync;
+	cu.MemsetD32Async = have_memset ? fk_memset32 : NULL;
+	fk.m = &m;
+	CHECK_EQ_INT(gpuext_runtime__new(&ro, &rt), 0);
+	CHECK_EQ_INT(gpuext_map__create(rt, &rd, &rb), 0);
+	if (!rb || !log)
+		goto out;
+	pack_map(&pm, rb, 1);
+	CHECK_EQ_INT(nv_shm_open(&s, &pm, err, sizeof(err)), 0);
+	CHECK_EQ_INT(gpuext_ringbuf_consumer__new(rb, on_log, log, &cons), 0);
+
+	/* Bad sizes are refused before anything is allocated. */
+	CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m, 3000, 8, &d, &r), -EINVAL);
+	CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m, 512u << 20, 8, &d, &r), -E2BIG);
+	CHECK_EQ_INT(fk.nallocs, 0);
+	/* 128 KiB on 2 SMs: two shards of 64 KiB, headers contiguous. */
+	CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m, 128 << 10, 2, &d, &r), 0);
+	CHECK_EQ_INT(d.nr_slots, 2);
+	CHECK_EQ_INT(d.max_entries, 64 << 10);
+	CHECK_EQ_U64(d.base, m.dptr);
+	CHECK_EQ_U64(d.aux, m.rh_dev);
+	hd = (struct gpuext_ptx_ringbuf_hdr *)(uintptr_t)d.aux;
+	if (d.nr_slots != 2)
+		goto out;
+
+	/*
+	 * 100 rounds of 40 records of 40 bytes (48 with the header) per shard,
+	 * and 6 discarded ones in between: 2208 bytes a round, 3.4 times the 64
+	 * KiB of a shard in all (wrap-around, with padding records at the tail).
+	 */
+	for (int round = 0; round < 100; round++) {
+		for (uint32_t k = 0; k < 2; k++)
+			for (int i = 0; i < 40; i++) {
+				rec[0] = (uint64_t)k << 32 | seq[k];
+				if (i % 7 == 3)
+					CHECK_EQ_INT(dev_put(&d, k, rec, 40, 1), 0);
+				CHECK_EQ_INT(dev_put(&d, k, rec, 40, 0), 0);
+				seq[k]++;
+			}
+		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m, &s, &moved), 0);
+		CHECK_EQ_U64(moved, 80);
+		total += moved;
+		gpuext_ringbuf_consumer__consume(cons);
+		/* Everything consumed: both shards' data read 0 again on the device. */
+		CHECK(all_zero((void *)(uintptr_t)d.base, 128 << 10));
+		CHECK_EQ_U64(hd[0].cons, hd[0].prod);
+		CHECK_EQ_U64(hd[1].cons, hd[1].prod);
+	}
+	CHECK_EQ_U64(total, 8000);
+	CHECK(hd[0].prod > 3ull * (64 << 10));	/* wrapped around several times */
+	CHECK_EQ_INT(log->n, 8000);
+	CHECK_EQ_INT(log->out_of_order, 0);
+	CHECK_EQ_INT(log->bad_len, 0);
+	CHECK_EQ_INT(log->other, 0);
+	for (uint32_t k = 0; k < 2; k++)
+		for (uint64_t q = 0; q < seq[k]; q++)
+			if (log->seen[k][q] != 1) {
+				CHECK_EQ_U64(log->seen[k][q], 1);	/* exactly once */
+				break;
+			}
+	CHECK(fk.cons_writes >= 80);
+	CHECK_EQ_INT(fk.cons_dirty, 0);	/* zeroed before every cons write */
+	CHECK(have_memset ? fk.memsets > 0 : fk.memsets == 0);
+
+	/* A full shard drops only there; the other one keeps taking records. */
+	rec[0] = (uint64_t)1 << 32 | seq[1];
+	for (drops = 0, filled = 0; drops < 3;) {
+		if (dev_put(&d, 1, rec, 40, 0) == 0) {
+			rec[0] = (uint64_t)1 << 32 | ++seq[1];
+			filled++;
+		} else {
+			drops++;
+		}
+	}
+	CHECK(filled >= (64 << 10) / 48 - 1 && filled <= (64 << 10) / 48);
+	rec[0] = seq[0]++;
+	CHECK_EQ_INT(dev_put(&d, 0, rec, 40, 0), 0);
+	CHECK_EQ_U64(hd[0].dropped, 0);
+	CHECK_EQ_U64(hd[1].dropped, 3);
+	CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m, &s, &moved), 0);
+	CHECK_EQ_U64(m.ring_drops, 3);
+	CHECK_EQ_U64(moved, 1 + filled);
+	gpuext_ringbuf_consumer__consume(cons);
+	CHECK_EQ_INT(log->out_of_order, 0);
+	CHECK_EQ_U64(log->next[1], seq[1]);
+
+	/*
+	 * A BUSY record holds back its own shard only; 0 (reserved, header not
+	 * yet written) too. Committed later, both come through.
+	 */
+	{
+		uint64_t *busy, *unwritten, n0 = (uint64_t)log->n;
+
+		rec[0] = seq[0]++;
+		busy = dev_put_busy(&d, 0, 40, 0, false, NULL);
+		rec[0] = (uint64_t)1 << 32 | seq[1]++;
+		CHECK_EQ_INT(dev_put(&d, 1, rec, 40, 0), 0);
+		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m, &s, &moved), 0);
+		CHECK_EQ_U64(moved, 1);
+		CHECK(busy != NULL);
+		if (!busy)
+			goto out;
+		rec[0] = seq[0] - 1;
+		memcpy(busy + 1, rec, 40);
+		*(uint32_t *)busy = 40;	/* committed */
+		/* Reserved past it with the header still 0. */
+		unwritten = dev_put_busy(&d, 0, 40, 0, false, NULL);
+		CHECK(unwritten != NULL);
+		if (!unwritten)
+			goto out;
+		*(uint32_t *)unwritten = 0;
+		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m, &s, &moved), 0);
+		CHECK_EQ_U64(moved, 1);
+		CHECK_EQ_U64(hd[0].cons + 48, hd[0].prod);	/* waits at the unwritten one */
+		rec[0] = seq[0]++;
+		memcpy(unwritten + 1, rec, 40);
+		*(uint32_t *)unwritten = 40;
+		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m, &s, &moved), 0);
+		CHECK_EQ_U64(moved, 1);
+		gpuext_ringbuf_consumer__consume(cons);
+		CHECK_EQ_U64((uint64_t)log->n, n0 + 3);
+		CHECK_EQ_INT(log->out_of_order, 0);
+	}
+
+	/*
+	 * The copy engine reads the payload, the device commits, the copy reads
+	 * the committed header: the record must still arrive whole.
+	 */
+	{
+		struct nv_dmap m2 = { 0 };
+		struct gpuext_ptx_map_desc d2 = { 0 };
+
+		CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m2, 64 << 10, 8, &d2, &r), 0);
+		CHECK_EQ_INT(d2.nr_slots, 1);	/* one shard: below 128 KiB */
+		fk.m = &m2;
+		mid_desc = &d2;
+		CHECK(dev_put_busy(&d2, 0, 40, 0, false, NULL) != NULL);
+		fk.mid_copy = commit_first;
+		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m2, &s, &moved), 0);
+		CHECK_EQ_U64(moved, 1);
+		gpuext_ringbuf_consumer__consume(cons);
+		CHECK_EQ_U64(log->last, 0xfeedull);
+		CHECK(fk.mid_copy == NULL);
+
+		/* A copy that fails consumes nothing. */
+		rec[0] = 0x5eed;
+		CHECK_EQ_INT(dev_put(&d2, 0, rec, 40, 0), 0);
+		fk.fail_dtoh = 1;
+		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m2, &s, &moved), -EIO);
+		fk.fail_dtoh = 0;
+		CHECK_EQ_U64(((struct gpuext_ptx_ringbuf_hdr *)(uintptr_t)d2.aux)->cons, 48);
+		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m2, &s, &moved), 0);
+		CHECK_EQ_U64(moved, 1);
+		gpuext_ringbuf_consumer__consume(cons);
+		CHECK_EQ_U64(log->last, 0x5eed);
+
+		/* A header claiming more than was produced: the shard's rest is dropped, zeroed. */
+		{
+			struct gpuext_ptx_ringbuf_hdr *h2 = (void *)(uintptr_t)d2.aux;
+			uint8_t *data = (uint8_t *)(uintptr_t)d2.base;
+			uint32_t w = 4000;
+			uint64_t hd0 = s.host_drops;
+
+			rec[0] = 0xabc;
+			CHECK_EQ_INT(dev_put(&d2, 0, rec, 40, 0), 0);
+			memcpy(data + (h2->prod & 0xffff), &w, 4);
+			memset(data + (h2->prod & 0xffff) + 8, 0x55, 16);
+			h2->prod += 32;
+			CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m2, &s, &moved), 0);
+			CHECK_EQ_U64(moved, 1);	/* the good one before it */
+			CHECK_EQ_U64(s.host_drops, hd0 + 1);
+			CHECK_EQ_U64(h2->cons, h2->prod);
+			CHECK(all_zero(data, 64 << 10));
+		}
+		fk.m = &m;
+	}
+out:
+	nv_shm_close(&s);
+	gpuext_ringbuf_consumer__free(cons);
+	gpuext_runtime__free(rt);
+	free(log);
+	fk_free();
+}
+
+static void test_ring_drain(void)
+{
+	CHECK_EQ_INT(nv_ring_shards(4096, 132), 1);
+	CHECK_EQ_INT(nv_ring_shards(64 << 10, 132), 1);
+	CHECK_EQ_INT(nv_ring_shards(128 << 10, 8), 2);
+	CHECK_EQ_INT(nv_ring_shards(1 << 20, 132), 16);
+	CHECK_EQ_INT(nv_ring_shards(64 << 20, 132), 128);	/* SMs rounded down to 128 */
+	CHECK_EQ_INT(nv_ring_shards(256 << 10, 3), 2);
+	CHECK_EQ_INT(nv_ring_shards(64 << 20, 0), 1);
+	test_ring_drain_with(true);
+	test_ring_drain_with(false);	/* no cuMemsetD32Async: zeroed by a copy */
 }
 
 static void test_shm_hash(void)
@@ -381,7 +752,9 @@ static const char pack_ptx[] =
 	"// gpuext-ptx-version 8.0\n"
 	".visible .global .align 8 .b8 gpuext_rt_maps[160];\n"
 	".visible .global .align 8 .u64 gpuext_rt_prandom_seed;\n"
-	".visible .func gpuext_probe_entry(.param .b64 ctx)\n{\n\tret;\n}\n";
+	".visible .global .align 4 .u32 gpuext_rt_gpu_id;\n"
+	".visible .func gpuext_probe_entry(.param .b64 k, .param .b64 g, .param .b64 a, "
+	".param .b64 v, .param .b32 s)\n{\n\tret;\n}\n";
 
 static char *slurp(const char *path, size_t *len)
 {
@@ -660,8 +1033,9 @@ static void test_e2e(void)
 		    .value_size = 8, .max_entries = 4);
 	GPUEXT_OPTS(gpuext_map_def, pd, .name = "per_sm", .type = BPF_MAP_TYPE_PERCPU_ARRAY,
 		    .key_size = 4, .value_size = 8, .max_entries = 2);
+	/* 128 KiB: two shards of 64 KiB on the fake's 8 SMs. */
 	GPUEXT_OPTS(gpuext_map_def, rd, .name = "events", .type = BPF_MAP_TYPE_RINGBUF,
-		    .max_entries = 4096);
+		    .max_entries = 128 << 10);
 	GPUEXT_OPTS(gpuext_map_def, hd, .name = "hits", .type = BPF_MAP_TYPE_HASH, .key_size = 4,
 		    .value_size = 8, .max_entries = 16);
 	struct gpuext_map *hits = NULL;
@@ -787,14 +1161,28 @@ static void test_e2e(void)
 	}
 	free(lr);
 
-	/* The ring: 3 records in order, the discarded one left out. */
+	/*
+	 * The ring: 3 records from SMs 0, 1, 2 (shards 0, 1, 0), each exactly
+	 * once, the discarded one left out. Shards drain one after the other, so
+	 * only the order within shard 0 (100 before 102) is kept.
+	 */
+	CHECK_STR_CONTAINS(run.out, "ring_shards 2");
 	CHECK_EQ_INT(gpuext_ringbuf_consumer__new(rb, on_rec, &seen, &cons), 0);
 	if (cons)
 		gpuext_ringbuf_consumer__consume(cons);
 	CHECK_EQ_INT(seen.n, 3);
-	CHECK_EQ_U64(seen.v[0], 100);
-	CHECK_EQ_U64(seen.v[1], 101);
-	CHECK_EQ_U64(seen.v[2], 102);
+	{
+		int at[3] = { -1, -1, -1 };
+
+		for (int i = 0; i < seen.n && i < 3; i++) {
+			CHECK(seen.v[i] >= 100 && seen.v[i] <= 102);
+			if (seen.v[i] >= 100 && seen.v[i] <= 102) {
+				CHECK_EQ_INT(at[seen.v[i] - 100], -1);	/* not twice */
+				at[seen.v[i] - 100] = i;
+			}
+		}
+		CHECK(at[0] >= 0 && at[1] >= 0 && at[2] > at[0]);
+	}
 	{
 		uint32_t k0 = 0, k1 = 1;
 		uint64_t v = 0;
@@ -933,6 +1321,7 @@ int main(void)
 	test_fold();
 	test_shm();
 	test_shm_hash();
+	test_ring_drain();
 #ifdef GPUEXT_NVPROBE_SO
 	test_e2e();
 	test_cudart_exit();

@@ -59,16 +59,20 @@ static const char hand_probes[] =
 	"// gpuext-ptx-version 7.8\n"
 	"// gpuext-ptx-target sm_75\n"
 	".visible .global .align 8 .u64 gpuext_test_calls[4];\n"
-	".visible .func gpuext_probe_entry(.param .b64 gpuext_probe_entry_param_0)\n"
-	"{\n\t.reg .b64 %rd<3>;\n\tld.param.u64 %rd1, [gpuext_probe_entry_param_0];\n"
-	"\tld.u64 %rd2, [%rd1];\n\tatom.global.add.u64 %rd2, [gpuext_test_calls], 1;\n\tret;\n}\n"
-	".visible .func gpuext_probe_exit(.param .b64 gpuext_probe_exit_param_0)\n"
+	".visible .global .align 4 .u32 gpuext_rt_gpu_id;\n"
+	".visible .func gpuext_probe_entry(.param .b64 e_k, .param .b64 e_g, .param .b64 e_a, "
+	".param .b64 e_v, .param .b32 e_s)\n"
+	"{\n\t.reg .b64 %rd<3>;\n\tld.param.u64 %rd1, [e_k];\n"
+	"\tatom.global.add.u64 %rd2, [gpuext_test_calls], 1;\n\tret;\n}\n"
+	".visible .func gpuext_probe_exit(.param .b64 x_k, .param .b64 x_g, .param .b64 x_a, "
+	".param .b64 x_v, .param .b32 x_s)\n"
 	"{\n\t.reg .b64 %rd<2>;\n\tatom.global.add.u64 %rd1, [gpuext_test_calls+8], 1;\n\tret;\n}\n"
-	".visible .func gpuext_probe_load(.param .b64 gpuext_probe_load_param_0)\n"
-	"{\n\t.reg .b64 %rd<3>;\n\tld.param.u64 %rd1, [gpuext_probe_load_param_0];\n"
-	"\tld.u64 %rd2, [%rd1+16];\n\tatom.global.add.u64 %rd2, [gpuext_test_calls+16], %rd2;\n"
-	"\tret;\n}\n"
-	".visible .func gpuext_probe_store(.param .b64 gpuext_probe_store_param_0)\n"
+	".visible .func gpuext_probe_load(.param .b64 l_k, .param .b64 l_g, .param .b64 l_a, "
+	".param .b64 l_v, .param .b32 l_s)\n"
+	"{\n\t.reg .b64 %rd<3>;\n\tld.param.u64 %rd1, [l_a];\n"
+	"\tatom.global.add.u64 %rd2, [gpuext_test_calls+16], %rd1;\n\tret;\n}\n"
+	".visible .func gpuext_probe_store(.param .b64 s_k, .param .b64 s_g, .param .b64 s_a, "
+	".param .b64 s_v, .param .b32 s_s)\n"
 	"{\n\t.reg .b64 %rd<2>;\n\tatom.global.add.u64 %rd1, [gpuext_test_calls+24], 1;\n\tret;\n}\n";
 
 static char *read_file(const char *path, size_t *len)
@@ -280,20 +284,14 @@ static void splice_one(const char *what, const char *ptx, size_t len, const stru
 	CHECK_EQ_INT(count_str(out, "call gpuext_probe_exit,"), st.exit_sites);
 	CHECK_EQ_INT(count_str(out, "call gpuext_probe_load,"), st.load_sites);
 	CHECK_EQ_INT(count_str(out, "call gpuext_probe_store,"), st.store_sites);
-	/* Kernel ids are gx_kernel_id() of the names, as immediates. */
-	CHECK_EQ_INT(count_str(out, "// gpuext: probe context"), c.kernels);
-	/* Only the context fields the probes read are stored (offsets from gpuext/probe.h). */
-	if (c.kernels && strstr(pc->pack.ptx, "// gpuext-ctx-words 0x010100f3\n")) {
-		CHECK(!strstr(out, "_ctx+88]"));	/* lane_id */
-		CHECK(!strstr(out, "_ctx+92]"));	/* warp_id */
-		CHECK(!strstr(out, "_ctx+36]"));	/* event */
-		CHECK(!strstr(out, "_ctx+8]"));		/* timer_ns */
-		CHECK(count_str(out, "_ctx+96]") >= c.kernels);	/* sm_id, at each entry */
-		CHECK(count_str(out, "_ctx+64]") >= c.kernels);	/* block_id[0] */
-	} else if (c.kernels && !strstr(pc->pack.ptx, "// gpuext-ctx-words")) {
-		CHECK(count_str(out, "_ctx+88]") >= c.kernels);	/* no mask: every field */
-		CHECK(count_str(out, "_ctx+92]") >= c.kernels);
-	}
+	/* One entry call per kernel, and no context in local memory (the probes build it). */
+	CHECK_EQ_INT(count_str(out, "// gpuext: entry probe"), c.kernels);
+	CHECK(!strstr(out, "_ctx["));
+	/* The argument buffer is computed only when a probe reads ctx->args (offset 104). */
+	if (c.kernels && strstr(pc->pack.ptx, "// gpuext-ctx-words 0x010100f3\n"))
+		CHECK(!strstr(out, "cvta.param.u64"));
+	else if (c.kernels && !strstr(pc->pack.ptx, "// gpuext-ctx-words") && strstr(ptx, "_param_0"))
+		CHECK(strstr(out, "cvta.param.u64") != NULL);
 	/* Deterministic. */
 	rc = gx_ptx_splice(ptx, len, &pc->pack, &out2, &olen2, &st2, err, sizeof(err));
 	CHECK(!rc && olen2 == olen && !memcmp(out, out2, olen));
@@ -455,10 +453,10 @@ static void test_details(const struct gx_pack *hand)
 		/* .version 7.0 raised to what the probes ask for (7.8). */
 		CHECK_STR_CONTAINS(out, ".version 7.8\n.target sm_75");
 		CHECK(!strstr(out, ".version 7.0"));
-		/* Prototypes and the gpu id global before the first function. */
-		CHECK(strstr(out, ".visible .func gpuext_probe_load(.param .b64 "
-			      "gpuext_probe_load_param_0);") < strstr(out, ".func (.param .b32 "
-								      "func_retval0) helper("));
+		/* Prototypes before the first function; the gpu id global is the probes' own. */
+		CHECK(strstr(out, ".visible .func gpuext_probe_load(.param .b64 gxs_kid, .param .b64 "
+			      "gxs_args, .param .b64 gxs_addr, .param .b64 gxs_value, .param .b32 "
+			      "gxs_size);") < strstr(out, ".func (.param .b32 func_retval0) helper("));
 		CHECK_EQ_INT(count_str(out, ".visible .global .align 4 .u32 gpuext_rt_gpu_id;"), 1);
 		/* The kernel id immediate. */
 		snprintf(id, sizeof(id), "mov.u64 %%gxs_d, %llu;",
@@ -468,10 +466,11 @@ static void test_details(const struct gx_pack *hand)
 		lbl = e1 ? strstr(e1, "$L_top:") : NULL;
 		CHECK(e1 && lbl && strstr(e1, "call gpuext_probe_entry,") < lbl);
 		/* args: the first parameter's generic address (sm_75 >= sm_70). */
-		CHECK_STR_CONTAINS(out, "mov.u64 %gxs_d, edge_one_param_0;\n"
-				   "\tcvta.param.u64 %gxs_d, %gxs_d;");
+		CHECK_STR_CONTAINS(out, "mov.u64 %gxs_c, edge_one_param_0;\n"
+				   "\tcvta.param.u64 %gxs_c, %gxs_c;\n\tst.param.b64 [gxs_p1], %gxs_c;");
 		/* edge_two has no parameter: args = 0. */
-		CHECK_STR_CONTAINS(strstr(out, "edge_two()"), "st.local.u64 [gxs_ctx+104], 0;");
+		CHECK_STR_CONTAINS(strstr(out, "edge_two()"), "mov.u64 %gxs_c, 0;\n"
+				   "\tst.param.b64 [gxs_p1], %gxs_c;");
 		/* A predicated ret: the probe is skipped when the predicate is false. */
 		CHECK_STR_CONTAINS(out, "\t@!%p1 bra $gxs_L");
 		CHECK_STR_CONTAINS(out, "\t@!%p2 bra $gxs_L");
@@ -490,9 +489,12 @@ static void test_details(const struct gx_pack *hand)
 		CHECK_STR_CONTAINS(out, "\t@%p1 bra $gxs_L2;\n\tmov.b64 %gxs_a, %rd2;\n"
 				   "\tadd.s64 %gxs_a, %gxs_a, 16;\n\tmov.b32 %gxs_r0, %r3;\n"
 				   "\tcvt.u64.u32 %gxs_v, %gxs_r0;\n"
-				   "\t@!%p1 st.global.v4.u32 [%rd2+16], {%r3, %r4, %r5, %r2};\n"
-				   "\tst.local.u64 [gxs_ctx+16], %gxs_a;\n\tst.local.u64 [gxs_ctx+24], "
-				   "%gxs_v;\n\tst.local.u32 [gxs_ctx+32], 16;");
+				   "\t@!%p1 st.global.v4.u32 [%rd2+16], {%r3, %r4, %r5, %r2};\n\t{\n");
+		/* ... and the call passes address, value and size 16. */
+		CHECK_STR_CONTAINS(strstr(out, "\t@!%p1 st.global.v4.u32 [%rd2+16]"),
+				   "\tst.param.b64 [gxs_p2], %gxs_a;\n\tst.param.b64 [gxs_p3], %gxs_v;\n"
+				   "\tmov.u32 %gxs_r0, 16;\n\tst.param.b32 [gxs_p4], %gxs_r0;\n"
+				   "\tcall gpuext_probe_store, (gxs_p0, gxs_p1, gxs_p2, gxs_p3, gxs_p4);");
 		/* Generic accesses are probed only when global. */
 		CHECK_EQ_INT(count_str(out, "isspacep.global %gxs_q, %gxs_a;"), 2);
 		/* The callee is left alone. */
@@ -516,10 +518,8 @@ static void test_details(const struct gx_pack *hand)
 	CHECK_EQ_INT(st.load_sites + st.store_sites, 0);
 	if (out) {
 		CHECK(!strstr(out, "call gpuext_probe_load") && !strstr(out, "call gpuext_probe_store"));
-		CHECK(!strstr(out, ".visible .func gpuext_probe_load(.param .b64 "
-			      "gpuext_probe_load_param_0);"));
-		CHECK_STR_CONTAINS(out, ".visible .func gpuext_probe_exit(.param .b64 "
-				   "gpuext_probe_exit_param_0);");
+		CHECK(!strstr(out, ".visible .func gpuext_probe_load(.param .b64 gxs_kid"));
+		CHECK_STR_CONTAINS(out, ".visible .func gpuext_probe_exit(.param .b64 gxs_kid, ");
 		test_checks++;
 		if (!assemble(out, olen, "sm_80", "edge.ptx entry+exit"))
 			test_fail(__FILE__, __LINE__, "entry/exit-only splice does not assemble");
@@ -560,7 +560,7 @@ static void test_details(const struct gx_pack *hand)
 			pk = *hand;
 			CHECK_EQ_INT(gx_ptx_splice(p2, strlen(p2), &pk, &out, &olen, &st, err,
 						   sizeof(err)), 0);
-			CHECK(out && strstr(out, "%gxs1_d") && strstr(out, "gxs1_ctx"));
+			CHECK(out && strstr(out, "%gxs1_d") && strstr(out, "gxs1_p0"));
 			free(out);
 			out = NULL;
 			free(p2);
@@ -581,7 +581,7 @@ static void test_details(const struct gx_pack *hand)
 		if (out) {
 			CHECK_STR_CONTAINS(out, "// an sm_52 module\n.version 7.8\n"
 					   ".target sm_75\n.address_size 64\n");
-			CHECK_STR_CONTAINS(out, "cvta.param.u64 %gxs_d, %gxs_d;");
+			CHECK_STR_CONTAINS(out, "cvta.param.u64 %gxs_c, %gxs_c;");
 			CHECK_EQ_INT(st.load_sites + st.store_sites + st.exit_sites, 3);
 			test_checks++;
 			if (!assemble(out, olen, "sm_80", "old module"))

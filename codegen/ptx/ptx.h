@@ -44,9 +44,10 @@
  *   5 ktime_get_ns: %globaltimer (ns); 8 get_smp_processor_id: %smid;
  *   7 get_prandom_u32: xorshift64* over (seed, global thread id, %clock64);
  *   130..134 ringbuf_output/reserve/submit/discard/query on a ring in device
- *     memory (struct gpuext_ptx_ringbuf_hdr + data), lock-free reserve by CAS,
- *     records never wrap (a discarded padding record fills the tail), a full
- *     ring counts a drop;
+ *     memory, split into shards (struct gpuext_ptx_ringbuf_hdr + data each,
+ *     below); a thread uses its SM's shard; lock-free reserve by CAS (device
+ *     scope), records never wrap (a discarded padding record fills the tail),
+ *     a full shard counts a drop in its own header;
  *   every other helper id: returns -EOPNOTSUPP (-95) (e.g. trace_printk);
  *   every kfunc (gpuext_rt_kfunc_<name>): returns -EINVAL (-22): kfuncs advise a
  *     host driver and have no meaning on a GPU; the stub only lets the PTX build.
@@ -77,25 +78,45 @@ extern "C" {
 
 /* One map as the device sees it (entry of gpuext_rt_maps). 40 bytes. */
 struct gpuext_ptx_map_desc {
-	uint64_t base;		/* device address: values (array) or ring data (ringbuf) */
-	uint64_t aux;		/* ringbuf: device address of its gpuext_ptx_ringbuf_hdr */
+	uint64_t base;		/* device address: values (array) or shard 0's ring data */
+	uint64_t aux;		/* ringbuf: device address of gpuext_ptx_ringbuf_hdr[nr_slots] */
 	uint32_t type;		/* BPF_MAP_TYPE_*; 0: no map */
 	uint32_t key_size;
 	uint32_t value_size;
-	uint32_t max_entries;	/* ringbuf: data bytes, a power of 2 */
+	uint32_t max_entries;	/* ringbuf: data bytes of ONE shard, a power of 2 */
 	uint32_t stride;	/* bytes between values: value_size rounded up to 8 */
-	uint32_t nr_slots;	/* per-CPU array: values per key (>= 1); else 1 */
+	uint32_t nr_slots;	/* per-CPU array: values per key (>= 1); ringbuf: shards,
+				 * a power of 2 (1: one ring); else 1 */
 };
 
 /*
- * A ring buffer on the device. Records start 8-aligned at data + (pos & (size-1))
- * with the kernel's 8-byte header (u32 len | BUSY << 31 | DISCARD << 30, u32 0)
- * and never wrap: a discarded record pads the tail of the ring when needed.
+ * A ring buffer on the device: nr_slots (a power of 2) independent shards of
+ * max_entries bytes each, the map's declared size being max_entries x
+ * nr_slots. Shard k has header aux + 32 k (the headers are contiguous) and
+ * data base + k x max_entries. A thread reserves in shard %smid & (nr_slots
+ * - 1), so CAS on prod and the drop counter are spread over the shards
+ * instead of one hot address; a record must fit one shard (size + 8 <=
+ * max_entries). nr_slots = 1 is one plain ring (what gpuext_ptx_map_image()
+ * and gpuext_ptx_device__run() use); the NVIDIA probes (hal/nvidia/nv_maps.c)
+ * pick more for rings of 128 KiB and up.
+ *
+ * In a shard, records start 8-aligned at data + (pos & (max_entries - 1))
+ * with the kernel's 8-byte header (u32 len | BUSY << 31 | DISCARD << 30, u32
+ * 0) and never wrap: a discarded record pads the tail when needed. The
+ * header is stored BUSY at reserve and rewritten at commit, both with
+ * release order after the payload, so a reader that sees a committed header
+ * sees the whole record. A header of 0 is "reserved, not yet written": the
+ * consumer zeroes what it consumed before it moves cons. A reader of the
+ * whole ring gets records in order within a shard (one SM) only; shards
+ * are read one after the other, so order across SMs is not kept.
+ *
+ * bpf_ringbuf_query(): AVAIL_DATA, CONS_POS, PROD_POS of the caller's shard;
+ * RING_SIZE of the whole ring (max_entries x nr_slots).
  */
 struct gpuext_ptx_ringbuf_hdr {
-	uint64_t prod;		/* producer position (reserve: CAS) */
-	uint64_t cons;		/* consumer position (host) */
-	uint64_t dropped;	/* records refused for lack of space */
+	uint64_t prod;		/* producer position in the shard (reserve: CAS) */
+	uint64_t cons;		/* consumer position in the shard (host) */
+	uint64_t dropped;	/* records this shard refused for lack of space */
 	uint64_t pad;
 };
 
@@ -157,10 +178,10 @@ struct gpuext_ptx_var {
  * The device image of @map: *desc filled (base and aux left 0 for the loader)
  * and *image a malloc'd copy of its contents in the device layout, *bytes long
  * (array: max_entries x stride; per-CPU array: max_entries x nr_slots x
- * stride; ring buffer: *image NULL = zeros, *bytes = the data size). A
- * loader (gpuext_ptx_device__run, a PTX bundle) allocates *bytes on the
- * device, copies the image, and for a ring buffer also a zeroed
- * gpuext_ptx_ringbuf_hdr (aux). -EOPNOTSUPP for a map kind not placed on
+ * stride; ring buffer: *image NULL = zeros, *bytes = the data size, one
+ * shard: nr_slots = 1). A loader (gpuext_ptx_device__run, a PTX bundle)
+ * allocates *bytes on the device, copies the image, and for a ring buffer
+ * also a zeroed gpuext_ptx_ringbuf_hdr (aux). -EOPNOTSUPP for a map kind not placed on
  * the device (hash, lru_hash), -E2BIG past 64 MiB.
  */
 int gpuext_ptx_map_image(struct gpuext_map *map, struct gpuext_ptx_map_desc *desc,
@@ -200,22 +221,30 @@ enum gpuext_ptx_probe_event {
  * list, so two probes naming one map use one index) form one module. For
  * each event present the text defines
  *
- *   .visible .func gpuext_probe_<entry|exit|load|store>(.param .b64 ctx)
+ *   .visible .func gpuext_probe_<entry|exit|load|store>(.param .b64 kernel_id,
+ *       .param .b64 args, .param .b64 addr, .param .b64 value, .param .b32 size)
  *
- * ctx = generic address of a struct gpuext_probe_ctx (gpuext/probe.h) the
- * caller owns; programs of one event run in object order with r1 = ctx,
- * r2 = sizeof(struct gpuext_probe_ctx). Warp mode (!@per_thread): every
- * active lane calls the function; the lowest active lane (activemask,
- * find-first-set) runs the programs on its own ctx, the others wait at
- * bar.warp.sync(activemask), so call sites need no uniform control flow.
- * Per-thread mode: every calling lane runs them on its ctx.
+ * The function builds a struct gpuext_probe_ctx (gpuext/probe.h) from its
+ * arguments and the special registers (hal/nvidia/ptx_splice.h lists each
+ * field's source) and runs the programs of that event in object order with
+ * r1 = ctx, r2 = sizeof(struct gpuext_probe_ctx). The programs are inlined
+ * and the context is an alloca that O2 dissolves: fields no program reads
+ * cost nothing. The maps' shapes (type, key and value size) are compiled in
+ * (gpuext_ptx_runtime_ir_shaped), so each helper call is specialised to its
+ * map. Warp mode (!@per_thread): every active lane calls the function; the
+ * lowest active lane (activemask, find-first-set) runs the programs, the
+ * others wait at bar.warp.sync(activemask), so call sites need no uniform
+ * control flow. Per-thread mode: every calling lane runs them.
  *
  * The text starts with three comment lines: a title, "// gpuext-ptx-version
  * X.Y" and "// gpuext-ptx-target sm_NN": the PTX ISA version and target the
  * module it lands in must declare at least (the splicer raises them).
  * It has no .version/.target/.address_size lines, and every module-scope
  * name in it starts with gpuext_ (the .visible ones: gpuext_probe_*,
- * gpuext_rt_maps, gpuext_rt_prandom_seed, gpuext_rt_vars when used).
+ * gpuext_rt_maps, gpuext_rt_prandom_seed, gpuext_rt_gpu_id, gpuext_rt_vars
+ * when used). A fourth comment line, "// gpuext-ctx-words 0xMASK", says which
+ * 4-byte words of the context the programs read, so the caller passes args,
+ * addr and value only when they are read.
  * @sm: "sm_75".."sm_90" (NULL: sm_80); the text assembles inside a module
  * for that target or a later one. *events gets bit (1 << GPUEXT_PTX_PROBE_*)
  * for each event present. Deterministic. *text malloc'd, NUL-terminated.

@@ -8,6 +8,8 @@
 
 #include <llvm-c/Core.h>
 
+struct gpuext_ptx_map_desc;
+
 struct gpuext_runtime;
 
 /*
@@ -18,6 +20,16 @@ struct gpuext_runtime;
  */
 int gpuext_ptx_runtime_ir(size_t map_cnt, bool per_thread, bool with_vars, const char *entry,
 			  char **out);
+
+/*
+ * The runtime for device probes: as gpuext_ptx_runtime_ir() without a test
+ * kernel, with each map's type, key_size, value_size and stride (@shapes,
+ * @map_cnt of them; the rest of each entry is ignored) compiled in as
+ * constants, so O2 specialises every map helper to its map. The host fills
+ * gpuext_rt_maps exactly as for the generic runtime. 0, -EINVAL, -ENOMEM.
+ */
+int gpuext_ptx_runtime_ir_shaped(size_t map_cnt, const struct gpuext_ptx_map_desc *shapes,
+				 bool per_thread, bool with_vars, char **out);
 
 /* Is @sm one gpuext emits for ("sm_75" .. "sm_90")? */
 bool gpuext_ptx_sm_supported(const char *sm);

@@ -3,7 +3,8 @@
  * Device probes as PTX functions: every SEC("probe/entry|exit|load|store")
  * program of one object is lifted (codegen/lift.c), linked with the device
  * runtime into ONE module (one gpuext_rt_maps table: object-wide map
- * indexes), wrapped in `.func gpuext_probe_<event>(.param .b64 ctx)` and
+ * indexes), wrapped in `.func gpuext_probe_<event>(kernel_id, args, addr,
+ * value, size)` (ptx.h) and
  * printed as PTX without a module header, for hal/nvidia/ptx_splice.c to
  * append to an application's module (ptx.h has the contract).
  *
@@ -12,6 +13,7 @@
  * exit probe naming the same map carry the same index; one runtime module
  * with one table keeps that true on the GPU.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +70,7 @@ static bool starts_with(const char *s, const char *p)
 static void probe_internalize(LLVMModuleRef mod)
 {
 	static const char *const keep[] = { "gpuext_rt_maps", "gpuext_rt_prandom_seed",
-					     "gpuext_rt_vars" };
+					     "gpuext_rt_vars", "gpuext_rt_gpu_id" };
 	char name[256];
 
 	for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
@@ -135,36 +137,112 @@ static int link_ir(struct gpuext_runtime *rt, LLVMContextRef ctx, LLVMModuleRef 
 	return 0;
 }
 
-/* The gpuext_probe_<event> wrappers: the calling convention the splicer relies on. */
+/*
+ * The gpuext_probe_<event> wrappers: the calling convention the splicer
+ * relies on (hal/nvidia/ptx_splice.h):
+ *
+ *   .func gpuext_probe_<event>(.param .b64 kernel_id, .param .b64 args,
+ *                              .param .b64 addr, .param .b64 value, .param .b32 size)
+ *
+ * The wrapper builds struct gpuext_probe_ctx itself, from special registers,
+ * in an alloca, and calls the lifted probes, which are always inlined. After
+ * O2 the alloca is gone (SROA): a field no probe reads is never computed, one
+ * it reads is computed where it is read, and a probe whose first test is
+ * "warp_id != 0: return" costs that test and nothing more. The kernel side of
+ * a site is a call with five arguments, nothing in local memory (GPU run 4:
+ * the context the splicer stored in local memory at every site cost 1.4-4.8x
+ * on kernels where the probes returned at once).
+ *
+ * %globaltimer and %smid are read with inline asm that has no side effect,
+ * so an unread one is deleted; the NVVM intrinsics for them are not.
+ */
 static int wrapper_ir(size_t *cnt, size_t nprogs, bool per_thread, char **out)
 {
-	size_t cap = 4096 + nprogs * 256, len = 0;
+	static const char *const xyz[3] = { "x", "y", "z" };
+	static const struct {
+		const char *sreg;
+		unsigned off;
+	} vec3[] = { { "nctaid", offsetof(struct gpuext_probe_ctx, grid_dim) },
+		     { "ntid", offsetof(struct gpuext_probe_ctx, block_dim) },
+		     { "ctaid", offsetof(struct gpuext_probe_ctx, block_id) },
+		     { "tid", offsetof(struct gpuext_probe_ctx, thread_id) } };
+	size_t cap = 16384 + nprogs * 256, len = 0;
 	char *buf = malloc(cap);
 
-#define W(...) len += (size_t)snprintf(buf + len, cap - len, __VA_ARGS__)
+#define W(...) len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, __VA_ARGS__)
+#define FIELD(f) (unsigned)offsetof(struct gpuext_probe_ctx, f)
 	if (!buf)
 		return -ENOMEM;
 	buf[0] = '\0';
 	W("declare i32 @llvm.nvvm.activemask()\n"
 	  "declare i32 @llvm.cttz.i32(i32, i1)\n"
 	  "declare i32 @llvm.nvvm.read.ptx.sreg.laneid()\n"
-	  "declare void @llvm.nvvm.bar.warp.sync(i32)\n");
+	  "declare void @llvm.nvvm.bar.warp.sync(i32)\n"
+	  "@gpuext_rt_gpu_id = addrspace(1) global i32 0, align 4\n");
+	for (size_t v = 0; v < 4; v++)
+		for (int d = 0; d < 3; d++)
+			W("declare i32 @llvm.nvvm.read.ptx.sreg.%s.%s()\n", vec3[v].sreg, xyz[d]);
 	for (int e = 0; e < GPUEXT_PTX_PROBE_NR; e++)
 		for (size_t i = 0; i < cnt[e]; i++)
 			W("declare i64 @gpuext_pr_%s_%zu(ptr, i64)\n", ev_names[e], i);
 	for (int e = 0; e < GPUEXT_PTX_PROBE_NR; e++) {
 		if (!cnt[e])
 			continue;
-		W("define void @gpuext_probe_%s(ptr %%ctx) {\nentry:\n", ev_names[e]);
+		W("define void @gpuext_probe_%s(i64 %%kid, i64 %%args, i64 %%addr, i64 %%value, "
+		  "i32 %%size) {\nentry:\n  %%ctx = alloca [%zu x i8], align 8\n", ev_names[e],
+		  sizeof(struct gpuext_probe_ctx));
 		if (!per_thread) {
 			/* The lowest active lane runs; the others wait at the warp barrier. */
 			W("  %%mask = call i32 @llvm.nvvm.activemask()\n"
 			  "  %%leader = call i32 @llvm.cttz.i32(i32 %%mask, i1 true)\n"
-			  "  %%lane = call i32 @llvm.nvvm.read.ptx.sreg.laneid()\n"
-			  "  %%isl = icmp eq i32 %%lane, %%leader\n"
+			  "  %%lane0 = call i32 @llvm.nvvm.read.ptx.sreg.laneid()\n"
+			  "  %%isl = icmp eq i32 %%lane0, %%leader\n"
 			  "  br i1 %%isl, label %%lead, label %%join\n"
 			  "lead:\n");
 		}
+		W("  %%f_kid = getelementptr inbounds i8, ptr %%ctx, i64 %u\n"
+		  "  store i64 %%kid, ptr %%f_kid, align 8\n"
+		  "  %%tmr = call i64 asm \"mov.u64 $0, %%globaltimer;\", \"=l\"()\n"
+		  "  %%f_tmr = getelementptr inbounds i8, ptr %%ctx, i64 %u\n"
+		  "  store i64 %%tmr, ptr %%f_tmr, align 8\n"
+		  "  %%f_addr = getelementptr inbounds i8, ptr %%ctx, i64 %u\n"
+		  "  store i64 %%addr, ptr %%f_addr, align 8\n"
+		  "  %%f_val = getelementptr inbounds i8, ptr %%ctx, i64 %u\n"
+		  "  store i64 %%value, ptr %%f_val, align 8\n"
+		  "  %%f_size = getelementptr inbounds i8, ptr %%ctx, i64 %u\n"
+		  "  store i32 %%size, ptr %%f_size, align 4\n"
+		  "  %%f_ev = getelementptr inbounds i8, ptr %%ctx, i64 %u\n"
+		  "  store i32 %d, ptr %%f_ev, align 4\n",
+		  FIELD(kernel_id), FIELD(timer_ns), FIELD(addr), FIELD(value), FIELD(size),
+		  FIELD(event), e);
+		for (size_t v = 0; v < 4; v++)
+			for (int d = 0; d < 3; d++)
+				W("  %%%s_%s = call i32 @llvm.nvvm.read.ptx.sreg.%s.%s()\n"
+				  "  %%f_%s_%s = getelementptr inbounds i8, ptr %%ctx, i64 %u\n"
+				  "  store i32 %%%s_%s, ptr %%f_%s_%s, align 4\n",
+				  vec3[v].sreg, xyz[d], vec3[v].sreg, xyz[d], vec3[v].sreg, xyz[d],
+				  vec3[v].off + 4u * (unsigned)d, vec3[v].sreg, xyz[d], vec3[v].sreg,
+				  xyz[d]);
+		/* warp = linear thread index / 32 (not %warpid, which names a hardware slot) */
+		W("  %%lane = call i32 @llvm.nvvm.read.ptx.sreg.laneid()\n"
+		  "  %%f_lane = getelementptr inbounds i8, ptr %%ctx, i64 %u\n"
+		  "  store i32 %%lane, ptr %%f_lane, align 4\n"
+		  "  %%lt1 = mul i32 %%tid_z, %%ntid_y\n"
+		  "  %%lt2 = add i32 %%lt1, %%tid_y\n"
+		  "  %%lt3 = mul i32 %%lt2, %%ntid_x\n"
+		  "  %%lt4 = add i32 %%lt3, %%tid_x\n"
+		  "  %%warp = lshr i32 %%lt4, 5\n"
+		  "  %%f_warp = getelementptr inbounds i8, ptr %%ctx, i64 %u\n"
+		  "  store i32 %%warp, ptr %%f_warp, align 4\n"
+		  "  %%sm = call i32 asm \"mov.u32 $0, %%smid;\", \"=r\"()\n"
+		  "  %%f_sm = getelementptr inbounds i8, ptr %%ctx, i64 %u\n"
+		  "  store i32 %%sm, ptr %%f_sm, align 4\n"
+		  "  %%gpu = load i32, ptr addrspace(1) @gpuext_rt_gpu_id, align 4\n"
+		  "  %%f_gpu = getelementptr inbounds i8, ptr %%ctx, i64 %u\n"
+		  "  store i32 %%gpu, ptr %%f_gpu, align 4\n"
+		  "  %%f_args = getelementptr inbounds i8, ptr %%ctx, i64 %u\n"
+		  "  store i64 %%args, ptr %%f_args, align 8\n",
+		  FIELD(lane_id), FIELD(warp_id), FIELD(sm_id), FIELD(gpu_id), FIELD(args));
 		for (size_t i = 0; i < cnt[e]; i++)
 			W("  %%r%zu = call i64 @gpuext_pr_%s_%zu(ptr %%ctx, i64 %zu)\n", i, ev_names[e],
 			  i, sizeof(struct gpuext_probe_ctx));
@@ -174,6 +252,7 @@ static int wrapper_ir(size_t *cnt, size_t nprogs, bool per_thread, char **out)
 			  "  call void @llvm.nvvm.bar.warp.sync(i32 %%mask)\n");
 		W("  ret void\n}\n");
 	}
+#undef FIELD
 #undef W
 	if (len >= cap) {
 		free(buf);
@@ -419,6 +498,55 @@ out:
 	return words;
 }
 
+/*
+ * eBPF registers are integers, so a pointer the probe computes (a stack slot
+ * it hands a helper as a map key, a field of a map value) reaches the
+ * runtime as inttoptr(ptrtoint(P) + C), which LLVM does not turn back into
+ * P + C: the stack slot then escapes, stays in local memory (512 bytes per
+ * thread in every instrumented kernel) and a key is stored and reloaded.
+ * This rewrites each such inttoptr into a GEP on P (same address space
+ * only); the next O2 forwards the store to the load and deletes the slot.
+ * Returns how many it rewrote.
+ */
+static unsigned fold_int_ptr_round_trips(LLVMModuleRef mod, LLVMContextRef ctx)
+{
+	LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+	LLVMTypeRef i8 = LLVMInt8TypeInContext(ctx);
+	unsigned n = 0;
+
+	for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
+		for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
+			for (LLVMValueRef in = LLVMGetFirstInstruction(bb), next; in; in = next) {
+				LLVMValueRef add, x = NULL, c = NULL, gep;
+
+				next = LLVMGetNextInstruction(in);
+				if (LLVMGetInstructionOpcode(in) != LLVMIntToPtr)
+					continue;
+				add = LLVMGetOperand(in, 0);
+				if (!LLVMIsAInstruction(add) || LLVMGetInstructionOpcode(add) != LLVMAdd)
+					continue;
+				for (int k = 0; k < 2 && !x; k++) {
+					LLVMValueRef a = LLVMGetOperand(add, (unsigned)k);
+					LLVMValueRef o = LLVMGetOperand(add, (unsigned)!k);
+
+					if (LLVMIsAPtrToIntInst(a) && LLVMTypeOf(LLVMGetOperand(a, 0)) ==
+					    LLVMTypeOf(in)) {
+						x = LLVMGetOperand(a, 0);
+						c = o;
+					}
+				}
+				if (!x)
+					continue;
+				LLVMPositionBuilderBefore(b, in);
+				gep = LLVMBuildGEP2(b, i8, x, &c, 1, "");
+				LLVMReplaceAllUsesWith(in, gep);
+				LLVMInstructionEraseFromParent(in);
+				n++;
+			}
+	LLVMDisposeBuilder(b);
+	return n;
+}
+
 /* Checks @prog may become device code: verified as a device probe, object-wide map indexes. */
 static int check_prog(struct gpuext_object *obj, struct gpuext_prog *prog)
 {
@@ -564,7 +692,23 @@ int gpuext_ptx_probe_emit(struct gpuext_object *obj, const char *sm, bool per_th
 	if (err)
 		goto out;
 	vars = LLVMGetNamedFunction(mod, "gpuext_rt_var") != NULL;
-	err = gpuext_ptx_runtime_ir(gpuext_object__map_cnt(obj), per_thread, vars, NULL, &ir);
+	{
+		size_t nm = gpuext_object__map_cnt(obj);
+		struct gpuext_ptx_map_desc *shapes = calloc(nm ? nm : 1, sizeof(*shapes));
+
+		/* The same shape fields the host writes (ptx.h, hal/nvidia/nv_maps.c). */
+		for (size_t i = 0; shapes && i < nm; i++) {
+			struct gpuext_map *m = gpuext_object__map(obj, i);
+
+			shapes[i].type = gpuext_map__type(m);
+			shapes[i].key_size = gpuext_map__key_size(m);
+			shapes[i].value_size = gpuext_map__value_size(m);
+			shapes[i].stride = (gpuext_map__value_size(m) + 7u) & ~7u;
+		}
+		err = shapes ? gpuext_ptx_runtime_ir_shaped(nm, shapes, per_thread, vars, &ir) :
+			       -ENOMEM;
+		free(shapes);
+	}
 	if (!err)
 		err = link_ir(rt, ctx, mod, ir, "device runtime");
 	free(ir);
@@ -578,6 +722,12 @@ int gpuext_ptx_probe_emit(struct gpuext_object *obj, const char *sm, bool per_th
 		err = gpuext_ptx_define_stubs(rt, "probes", mod, ctx);
 	if (err)
 		goto out;
+	/* The wrappers' context alloca only vanishes when the probes are inlined into them. */
+	for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
+		if (starts_with(LLVMGetValueName(f), "gpuext_pr_") && !LLVMIsDeclaration(f))
+			LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+						LLVMCreateEnumAttribute(ctx,
+						LLVMGetEnumAttributeKindForName("alwaysinline", 12), 0));
 	probe_internalize(mod);
 	if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
 		gpuext_log(rt, GPUEXT_LOG_WARN, "ptx: probes of %s: invalid module: %.600s",
@@ -588,6 +738,8 @@ int gpuext_ptx_probe_emit(struct gpuext_object *obj, const char *sm, bool per_th
 	LLVMDisposeMessage(msg);
 	msg = NULL;
 	err = gpuext_cg_optimize(mod, tm);
+	if (!err && fold_int_ptr_round_trips(mod, ctx))
+		err = gpuext_cg_optimize(mod, tm);
 	if (err)
 		goto out;
 	if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &msg, &out) ||

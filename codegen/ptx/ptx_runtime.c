@@ -272,7 +272,25 @@ static const char rt_common[] =
 	"}\n"
 	"\n"
 	/* ---- ring buffer ---- */
-	/* Reserves a record of %size bytes; its data address, or 0 (a full ring counts a drop). */
+	/*
+	 * A ring is nr_slots shards (ptx.h); this SM's is %smid & (nr_slots - 1),
+	 * so SMs do not all CAS one address. Every atomic is device (gpu) scope:
+	 * the ring is in device memory and the host only touches it between
+	 * copies on its own stream, never through a shared mapping.
+	 */
+	"define internal i64 @gx.rb_shard(ptr %d) {\n"
+	"  %np = getelementptr inbounds %gx.desc, ptr %d, i32 0, i32 7\n"
+	"  %n = load i32, ptr %np, align 4\n"
+	"  %n0 = icmp eq i32 %n, 0\n"
+	"  %n1 = select i1 %n0, i32 1, i32 %n\n"	/* 0 reads as one shard */
+	"  %mask = sub i32 %n1, 1\n"
+	"  %sm = call i32 @llvm.nvvm.read.ptx.sreg.smid()\n"
+	"  %s = and i32 %sm, %mask\n"
+	"  %r = zext i32 %s to i64\n"
+	"  ret i64 %r\n"
+	"}\n"
+	/* Reserves a record of %size bytes in this SM's shard; its data address, or 0 (a full
+	 * shard counts a drop in its own header). */
 	"define internal i64 @gx.rb_reserve(ptr %d, i64 %size) {\n"
 	"entry:\n"
 	"  %tp = getelementptr inbounds %gx.desc, ptr %d, i32 0, i32 2\n"
@@ -291,10 +309,15 @@ static const char rt_common[] =
 	"  %ok = and i1 %ok0, %fits\n"
 	"  br i1 %ok, label %go, label %fail\n"
 	"go:\n"
-	"  %data = load i64, ptr %d, align 8\n"
+	"  %base = load i64, ptr %d, align 8\n"
 	"  %ap = getelementptr inbounds %gx.desc, ptr %d, i32 0, i32 1\n"
 	"  %aux = load i64, ptr %ap, align 8\n"
-	"  %hdr = inttoptr i64 %aux to ptr\n"
+	"  %sh = call i64 @gx.rb_shard(ptr %d)\n"
+	"  %hoff = shl i64 %sh, 5\n"	/* 32-byte headers */
+	"  %ha = add i64 %aux, %hoff\n"
+	"  %hdr = inttoptr i64 %ha to ptr\n"
+	"  %doff = mul i64 %sh, %cap\n"
+	"  %data = add i64 %base, %doff\n"
 	"  %consp = getelementptr inbounds i8, ptr %hdr, i64 8\n"
 	"  %dropp = getelementptr inbounds i8, ptr %hdr, i64 16\n"
 	"  %t0 = add i64 %size, 15\n"
@@ -302,8 +325,8 @@ static const char rt_common[] =
 	"  %mask = sub i64 %cap, 1\n"
 	"  br label %loop\n"
 	"loop:\n"
-	"  %prod = load atomic i64, ptr %hdr monotonic, align 8\n"
-	"  %cons = load atomic i64, ptr %consp acquire, align 8\n"
+	"  %prod = load atomic i64, ptr %hdr syncscope(\"device\") monotonic, align 8\n"
+	"  %cons = load atomic i64, ptr %consp syncscope(\"device\") acquire, align 8\n"
 	"  %off = and i64 %prod, %mask\n"
 	"  %end = add i64 %off, %tot\n"
 	"  %wraps = icmp ugt i64 %end, %cap\n"
@@ -315,7 +338,7 @@ static const char rt_common[] =
 	"  %full = icmp ugt i64 %used, %cap\n"
 	"  br i1 %full, label %drop, label %cas\n"
 	"cas:\n"
-	"  %pair = cmpxchg ptr %hdr, i64 %prod, i64 %np acq_rel monotonic, align 8\n"
+	"  %pair = cmpxchg ptr %hdr, i64 %prod, i64 %np syncscope(\"device\") acq_rel monotonic, align 8\n"
 	"  %won = extractvalue { i64, i1 } %pair, 1\n"
 	"  br i1 %won, label %got, label %loop\n"
 	"got:\n"
@@ -328,7 +351,7 @@ static const char rt_common[] =
 	"  %ph = or i32 %pl32, 1073741824\n"	/* DISCARD */
 	"  %pp4 = getelementptr inbounds i8, ptr %pp, i64 4\n"
 	"  store i32 0, ptr %pp4, align 4\n"
-	"  store atomic i32 %ph, ptr %pp release, align 8\n"
+	"  store atomic i32 %ph, ptr %pp syncscope(\"device\") release, align 8\n"
 	"  br label %rec\n"
 	"rec:\n"
 	"  %roff = select i1 %wraps, i64 0, i64 %off\n"
@@ -338,23 +361,23 @@ static const char rt_common[] =
 	"  %rh = or i32 %sz32, -2147483648\n"	/* BUSY */
 	"  %rp4 = getelementptr inbounds i8, ptr %rp, i64 4\n"
 	"  store i32 0, ptr %rp4, align 4\n"
-	"  store atomic i32 %rh, ptr %rp release, align 8\n"
+	"  store atomic i32 %rh, ptr %rp syncscope(\"device\") release, align 8\n"
 	"  %r = add i64 %ra, 8\n"
 	"  ret i64 %r\n"
 	"drop:\n"
-	"  %old = atomicrmw add ptr %dropp, i64 1 monotonic, align 8\n"
+	"  %old = atomicrmw add ptr %dropp, i64 1 syncscope(\"device\") monotonic, align 8\n"
 	"  ret i64 0\n"
 	"fail:\n"
 	"  ret i64 0\n"
 	"}\n"
-	/* Publishes (or discards) a reserved record: its header loses BUSY. */
+	/* Publishes (or discards) a reserved record: its header loses BUSY, after the payload. */
 	"define internal void @gx.rb_commit(i64 %rec, i32 %discard) {\n"
 	"  %ha = sub i64 %rec, 8\n"
 	"  %h = inttoptr i64 %ha to ptr\n"
 	"  %len = load i32, ptr %h, align 8\n"
 	"  %clr = and i32 %len, 2147483647\n"
 	"  %new = or i32 %clr, %discard\n"
-	"  store atomic i32 %new, ptr %h release, align 8\n"
+	"  store atomic i32 %new, ptr %h syncscope(\"device\") release, align 8\n"
 	"  ret void\n"
 	"}\n"
 	/* 130: bpf_ringbuf_output(rb, data, size, flags) */
@@ -408,7 +431,11 @@ static const char rt_common[] =
 	"  call void @gx.rb_commit(i64 %rec, i32 1073741824)\n"
 	"  ret i64 0\n"
 	"}\n"
-	/* 134: bpf_ringbuf_query(rb, flags) */
+	/*
+	 * 134: bpf_ringbuf_query(rb, flags): AVAIL_DATA, CONS_POS and PROD_POS of the
+	 * caller's shard (the other shards are other SMs' business), RING_SIZE of the
+	 * whole ring (per-shard bytes x shards, the size the map was declared with).
+	 */
 	"define i64 @gpuext_rt_helper_134(i64 %m, i64 %flags, i64 %a3, i64 %a4, i64 %a5) {\n"
 	"entry:\n"
 	"  %d = inttoptr i64 %m to ptr\n"
@@ -419,13 +446,22 @@ static const char rt_common[] =
 	"rb:\n"
 	"  %ap = getelementptr inbounds %gx.desc, ptr %d, i32 0, i32 1\n"
 	"  %aux = load i64, ptr %ap, align 8\n"
-	"  %hdr = inttoptr i64 %aux to ptr\n"
+	"  %sh = call i64 @gx.rb_shard(ptr %d)\n"
+	"  %hoff = shl i64 %sh, 5\n"
+	"  %ha = add i64 %aux, %hoff\n"
+	"  %hdr = inttoptr i64 %ha to ptr\n"
 	"  %consp = getelementptr inbounds i8, ptr %hdr, i64 8\n"
-	"  %cons = load atomic i64, ptr %consp acquire, align 8\n"
-	"  %prod = load atomic i64, ptr %hdr acquire, align 8\n"
+	"  %cons = load atomic i64, ptr %consp syncscope(\"device\") acquire, align 8\n"
+	"  %prod = load atomic i64, ptr %hdr syncscope(\"device\") acquire, align 8\n"
 	"  %cp = getelementptr inbounds %gx.desc, ptr %d, i32 0, i32 5\n"
 	"  %cap32 = load i32, ptr %cp, align 4\n"
 	"  %cap = zext i32 %cap32 to i64\n"
+	"  %np = getelementptr inbounds %gx.desc, ptr %d, i32 0, i32 7\n"
+	"  %n = load i32, ptr %np, align 4\n"
+	"  %n0 = icmp eq i32 %n, 0\n"
+	"  %n1 = select i1 %n0, i32 1, i32 %n\n"
+	"  %n64 = zext i32 %n1 to i64\n"
+	"  %size = mul i64 %cap, %n64\n"
 	"  %avail = sub i64 %prod, %cons\n"
 	"  switch i64 %flags, label %zero [ i64 0, label %r0\n"
 	"                                   i64 1, label %r1\n"
@@ -434,7 +470,7 @@ static const char rt_common[] =
 	"r0:\n"
 	"  ret i64 %avail\n"
 	"r1:\n"
-	"  ret i64 %cap\n"
+	"  ret i64 %size\n"
 	"r2:\n"
 	"  ret i64 %cons\n"
 	"r3:\n"
@@ -904,6 +940,146 @@ int gpuext_ptx_runtime_ir(size_t map_cnt, bool per_thread, bool with_vars, const
 	return 0;
 }
 
+
+/*
+ * Replaces every occurrence of @from in *@buf by @to (both NUL-terminated).
+ * Returns the count, or -ENOMEM.
+ */
+static int replace_all(char **buf, size_t *len, const char *from, const char *to)
+{
+	size_t fl = strlen(from), tl = strlen(to), n = 0, o = 0, cnt = 0;
+	const char *p;
+	char *out;
+
+	for (p = *buf; (p = strstr(p, from)); p += fl)
+		cnt++;
+	if (!cnt)
+		return 0;
+	out = malloc(*len + cnt * tl + 1);
+	if (!out)
+		return -ENOMEM;
+	for (const char *q = *buf; (p = strstr(q, from)); q = p + fl) {
+		memcpy(out + o, q, (size_t)(p - q));
+		o += (size_t)(p - q);
+		memcpy(out + o, to, tl);
+		o += tl;
+		n = (size_t)(p + fl - *buf);
+	}
+	memcpy(out + o, *buf + n, *len - n);
+	o += *len - n;
+	out[o] = '\0';
+	free(*buf);
+	*buf = out;
+	*len = o;
+	return (int)cnt;
+}
+
+/*
+ * The runtime with the maps' shapes compiled in (device probes: the object's
+ * maps are known when the probes are emitted). @gpuext_rt_maps becomes an
+ * LLVM constant holding each map's type, key_size, value_size and stride, so
+ * O2 folds the helpers' dispatch on the map type, the key hashing loop of
+ * maps that are not hashes and the multiplications by the stride: an array
+ * lookup is a bounds check and an address. The fields the host writes at
+ * load time (base, aux, max_entries, nr_slots: ring shards and per-SM slots
+ * depend on the GPU) are read through an inline-asm copy of the pointer that
+ * LLVM cannot see through, so none of them is ever folded to the
+ * initializer's zero. The table keeps its 40-byte layout: the host fills it
+ * exactly as before (cuModuleGetGlobal + copy), and the fields it writes
+ * into the "constant" are the ones the code reads from memory.
+ */
+int gpuext_ptx_runtime_ir_shaped(size_t map_cnt, const struct gpuext_ptx_map_desc *shapes,
+				 bool per_thread, bool with_vars, char **out)
+{
+	static const char *const launder[][2] = {
+		/* base (field 0): also 8-aligned, which LLVM then knows (one st.u64, not eight st.u8) */
+		{ "  %base = load i64, ptr %d, align 8\n",
+		  "  %d.dyn0 = call ptr asm \"mov.b64 $0, $1;\", \"=l,l\"(ptr %d)\n"
+		  "  %base.raw = load i64, ptr %d.dyn0, align 8\n"
+		  "  %base = and i64 %base.raw, -8\n" },
+		{ "  %base = load i64, ptr addrspace(1) %p, align 8\n",
+		  "  %p.dyn0 = call ptr addrspace(1) asm \"mov.b64 $0, $1;\", \"=l,l\"(ptr addrspace(1) %p)\n"
+		  "  %base.raw = load i64, ptr addrspace(1) %p.dyn0, align 8\n"
+		  "  %base = and i64 %base.raw, -8\n" },
+	};
+	unsigned nmaps = map_cnt ? (unsigned)map_cnt : 1;
+	char *buf = NULL, *hdr = NULL, *nl, *lines = NULL;
+	size_t len = 0, hl = 0, ll = 0;
+	int err, n = 0;
+
+	if (map_cnt && !shapes)
+		return -EINVAL;
+	err = gpuext_ptx_runtime_ir(map_cnt, per_thread, with_vars, NULL, &buf);
+	if (err)
+		return err;
+	len = strlen(buf);
+	for (size_t i = 0; n >= 0 && i < sizeof(launder) / sizeof(launder[0]); i++)
+		n = replace_all(&buf, &len, launder[i][0], launder[i][1]);
+	if (n < 0) {
+		free(buf);
+		return n;
+	}
+	/*
+	 * aux, max_entries, nr_slots (fields 1, 5, 7): "  %X = getelementptr
+	 * inbounds %gx.desc, ptr %P, i32 0, i32 K" becomes a laundered copy of
+	 * %P and the same GEP on it.
+	 */
+	for (const char *p = buf; !err && *p;) {
+		static const char g[] = "getelementptr inbounds %gx.desc, ptr %";
+		const char *e = strchr(p, '\n'), *eq, *gp, *pe;
+		int ln = e ? (int)(e - p) : (int)strlen(p), k = -1;
+		char line[512];
+
+		snprintf(line, sizeof(line), "%.*s", ln, p);
+		eq = strstr(line, " = ");
+		gp = strstr(line, g);
+		pe = gp ? strchr(gp + sizeof(g) - 1, ',') : NULL;
+		if (ln < (int)sizeof(line) - 1 && eq && gp && pe &&
+		    sscanf(pe, ", i32 0, i32 %d", &k) == 1 && (k == 1 || k == 5 || k == 7)) {
+			const char *ptr = gp + sizeof(g) - 2;	/* "%P" */
+			const char *lhs = line + strspn(line, " ");	/* "%X" */
+			int pl = (int)(pe - ptr), xl = (int)(eq - lhs);
+
+			err = append(&lines, &ll, "  %.*s.dyn = call ptr asm \"mov.b64 $0, $1;\", "
+				     "\"=l,l\"(ptr %.*s)\n%.*s%.*s.dyn%s\n", xl, lhs, pl, ptr,
+				     (int)(ptr - line), line, xl, lhs, pe);
+		} else {
+			err = append(&lines, &ll, "%.*s\n", ln, p);
+		}
+		p += ln + (e ? 1 : 0);
+	}
+	free(buf);
+	if (err) {
+		free(lines);
+		return err;
+	}
+	buf = lines;
+	/* The first line is the table's definition: the constant replaces it. */
+	nl = strchr(buf, '\n');
+	if (!nl || strncmp(buf, "@gpuext_rt_maps = ", 18)) {
+		free(buf);
+		return -EINVAL;
+	}
+	err = append(&hdr, &hl, "@gpuext_rt_maps = addrspace(1) constant [%u x { i64, i64, i32, i32, "
+		     "i32, i32, i32, i32 }] [", nmaps);
+	for (unsigned i = 0; !err && i < nmaps; i++) {
+		struct gpuext_ptx_map_desc z = { 0 };
+		const struct gpuext_ptx_map_desc *d = map_cnt ? &shapes[i] : &z;
+
+		err = append(&hdr, &hl, "%s{ i64, i64, i32, i32, i32, i32, i32, i32 } { i64 0, i64 0, "
+			     "i32 %u, i32 %u, i32 %u, i32 0, i32 %u, i32 0 }", i ? ", " : "",
+			     d->type, d->key_size, d->value_size, d->stride);
+	}
+	if (!err)
+		err = append(&hdr, &hl, "], align 8\n%s", nl + 1);
+	free(buf);
+	if (err) {
+		free(hdr);
+		return err;
+	}
+	*out = hdr;
+	return 0;
+}
 
 /* ------------------------------------------------------------------ */
 /* Hash maps: the host side of the device layout (ptx.h)                */

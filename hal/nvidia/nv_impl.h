@@ -18,6 +18,9 @@
 #include "nvprobe.h"
 #include "ptx/ptx.h"
 
+/* cuMemsetD32Async (CUDA 3.2+); nv_cuda.h has no typedef for it yet. */
+typedef CUresult (*nv_pfn_memset_d32_async)(CUdeviceptr, unsigned int, size_t, CUstream);
+
 /*
  * The real driver entry points the library calls itself, resolved from
  * libcuda.so.1 with the real dlsym (never through our own wrappers). Filled
@@ -41,6 +44,8 @@ struct nv_api {
 	PFN_cuMemFreeHost MemFreeHost;
 	PFN_cuMemcpyHtoDAsync MemcpyHtoDAsync;
 	PFN_cuMemcpyDtoHAsync MemcpyDtoHAsync;
+	/* Optional: NULL makes the ring drain zero consumed bytes by a copy instead. */
+	nv_pfn_memset_d32_async MemsetD32Async;
 	PFN_cuStreamCreate StreamCreate;
 	PFN_cuStreamSynchronize StreamSynchronize;
 	PFN_cuStreamDestroy StreamDestroy;
@@ -116,17 +121,44 @@ void nv_shm_hash_end(struct nv_shm *m);
 int nv_hash_layout(uint32_t key_size, uint32_t value_size, uint32_t max_entries,
 		   uint32_t *nr_buckets, uint32_t *bucket_size, size_t *bytes);
 
+struct nv_dmap;
+
 /*
- * Moves the committed records of a device ring (its header and data in
- * host-visible memory) into @out, in reservation order, stopping at the
- * first record not yet committed. Consumed bytes are zeroed before the
- * consumer position moves, so a header slot the device has reserved but not
- * yet written reads 0 ("not ready") rather than a stale record of the
- * previous lap. Returns records moved; records @out had no room for are
- * counted in out->host_drops. A corrupt header skips to the producer.
+ * Shards of a device ring of @bytes (a power of 2) on a GPU of @sms SMs: the
+ * largest power of 2 <= min(@sms rounded down to a power of 2, @bytes / 64 KiB),
+ * at least 1 (codegen/ptx/ptx.h has the layout).
  */
-uint64_t nv_ring_drain(struct gpuext_ptx_ringbuf_hdr *h, uint8_t *data, uint32_t size,
-		       struct nv_shm *out);
+uint32_t nv_ring_shards(uint32_t bytes, int sms);
+
+/*
+ * Places a ring of @bytes in device memory of the current context: headers
+ * and data with cuMemAlloc (zeroed through @st), pinned staging of the same
+ * size for the drain; fills @m and the ring fields of @d (base, aux,
+ * max_entries = bytes per shard, nr_slots = shards). -EINVAL (size not a
+ * power of 2 >= 16), -E2BIG, -EIO (a CUDA error, @r set).
+ */
+int nv_ring_place(const struct nv_api *cu, CUstream st, struct nv_dmap *m, uint32_t bytes,
+		  int sms, struct gpuext_ptx_map_desc *d, CUresult *r);
+
+/*
+ * Moves the committed records of device ring @m (current context) into @out:
+ * shard after shard (order is kept within a shard, that is within an SM),
+ * each in reservation order up to its first record not yet committed
+ * (header BUSY, or 0: reserved, not written). Everything goes through
+ * copies on @st (the app's streams are never waited for): the headers, the
+ * reserved range of each shard, the committed part once more (a copy
+ * engine reads a range in no defined order, so only a copy that starts
+ * after the commit was seen is sure to hold the whole payload), then the
+ * consumed bytes are zeroed on the device and only after that, in stream
+ * order, the new cons is written: the device cannot reuse space before it
+ * reads 0 again. A corrupt header (length past the shard or the producer)
+ * drops the rest of that shard (zeroed, counted in out->host_drops).
+ * Records @out has no room for count in out->host_drops. *@moved (may be
+ * NULL) gets the records published; m->ring_drops the device drop count
+ * (all shards). 0 or -EIO (a CUDA error: nothing consumed in that shard).
+ */
+int nv_ring_drain(const struct nv_api *cu, CUstream st, struct nv_dmap *m, struct nv_shm *out,
+		  uint64_t *moved);
 
 /*
  * Adds (@now - @base) into @acc lane by lane: values are @value_size bytes
@@ -143,12 +175,14 @@ void nv_fold_values(uint8_t *acc, uint32_t dst_slots, const uint8_t *now, const 
 
 /* One pack map in one context. */
 struct nv_dmap {
-	size_t bytes;			/* array, hash: device bytes; ring: data bytes */
+	size_t bytes;			/* array, hash: device bytes; ring: data bytes (all shards) */
 	uint32_t nr_buckets, bucket_size;	/* hash */
-	CUdeviceptr dptr;		/* array values / ring data (device address) */
-	void *host;			/* ring: pinned data; array, hash: pinned staging */
-	struct gpuext_ptx_ringbuf_hdr *rh;	/* ring: pinned header */
-	CUdeviceptr rh_dev;
+	uint32_t nr_shards, shard_bytes;	/* ring: codegen/ptx/ptx.h's layout */
+	CUdeviceptr dptr;		/* array values / ring data of shard 0 (device address) */
+	void *host;			/* pinned staging (ring: a copy of the data, same offsets) */
+	struct gpuext_ptx_ringbuf_hdr *rh;	/* ring: pinned staging of the nr_shards headers */
+	CUdeviceptr rh_dev;		/* ring: the headers on the device */
+	uint64_t ring_drops;		/* ring: device drops (all shards) at the last drain */
 	uint8_t *init;			/* array, hash: the image uploaded */
 	uint8_t *last;			/* array, hash: last snapshot; kept after the context dies */
 	bool have_last;

@@ -11,10 +11,22 @@
  *                        counters add up over GPUs; with one GPU it is the
  *                        device's value exactly. Per-GPU slots (pack nr_slots,
  *                        e.g. per SM) fold into the shm map's slots (s mod n).
- *   ringbuf              data and header in mapped pinned host memory
- *                        (cuMemHostAlloc DEVICEMAP): the device reserves by CAS
- *                        on the header, the mirror thread reads records in
- *                        place and re-publishes them into the shm ring.
+ *   ringbuf              headers and data in device memory (cuMemAlloc),
+ *                        split into per-SM shards (codegen/ptx/ptx.h): the
+ *                        device reserves by a device-scope CAS on its shard's
+ *                        header; every interval the mirror thread copies the
+ *                        headers and the reserved ranges back on our stream,
+ *                        re-publishes committed records into the shm ring,
+ *                        zeroes what it consumed on the device, then moves
+ *                        cons (nv_ring_drain). They used to live in mapped
+ *                        pinned host memory, read in place: on an H200 every
+ *                        reservation was then a system-scope CAS over PCIe,
+ *                        ~170 us per record under contention (one record per
+ *                        block took a 1.5 ms stencil kernel past 15 s, and a
+ *                        tiny kernel writing one record went from 4.4 to
+ *                        7.7 us). Shards spread the CAS and drop counter over
+ *                        as many addresses as there are SMs (up to a floor of
+ *                        64 KiB per shard); order across SMs is not kept.
  *   hash, lru_hash       device memory in codegen/ptx/ptx.h's layout (open
  *                        addressing, claimed by CAS), empty at start; each
  *                        round the whole table is copied back and the shm
@@ -354,41 +366,217 @@ void nv_shm_hash_end(struct nv_shm *m)
 	gpuext_shm_unlock(h);
 }
 
-uint64_t nv_ring_drain(struct gpuext_ptx_ringbuf_hdr *h, uint8_t *data, uint32_t size,
-		       struct nv_shm *out)
+/* ------------------------------------------------------------------ */
+/* Device rings                                                         */
+/* ------------------------------------------------------------------ */
+
+#define NV_RING_SHARD_MIN (64u << 10)	/* smallest shard worth splitting off */
+#define NV_RING_MAX_SHARDS 256		/* more SMs than any GPU has: bounds the drain's arrays */
+
+uint32_t nv_ring_shards(uint32_t bytes, int sms)
 {
-	_Atomic uint64_t *prodp = (_Atomic uint64_t *)&h->prod;
-	_Atomic uint64_t *consp = (_Atomic uint64_t *)&h->cons;
-	uint64_t cons = atomic_load_explicit(consp, memory_order_relaxed);
-	uint64_t prod = atomic_load_explicit(prodp, memory_order_acquire);
-	uint64_t mask = size - 1, n = 0;
+	uint32_t n = 1;
 
+	/* Doubling while both limits allow it: powers of 2 below both. */
+	while (sms > 0 && 2ull * n <= (uint64_t)sms && 2ull * n * NV_RING_SHARD_MIN <= bytes &&
+	       2 * n <= NV_RING_MAX_SHARDS)
+		n *= 2;
+	return n;
+}
+
+static bool pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+int nv_ring_place(const struct nv_api *cu, CUstream st, struct nv_dmap *m, uint32_t bytes,
+		  int sms, struct gpuext_ptx_map_desc *d, CUresult *r)
+{
+	size_t hb;
+
+	*r = CUDA_SUCCESS;
+	if (!pow2(bytes) || bytes < 16)
+		return -EINVAL;
+	if (bytes > NV_MAP_BYTES_MAX)
+		return -E2BIG;
+	m->bytes = bytes;
+	m->nr_shards = nv_ring_shards(bytes, sms);
+	m->shard_bytes = bytes / m->nr_shards;
+	hb = (size_t)m->nr_shards * sizeof(struct gpuext_ptx_ringbuf_hdr);
+	*r = cu->MemAlloc(&m->dptr, m->bytes);
+	if (*r == CUDA_SUCCESS)
+		*r = cu->MemAlloc(&m->rh_dev, hb);
+	if (*r == CUDA_SUCCESS)
+		*r = cu->MemHostAlloc(&m->host, m->bytes, 0);
+	if (*r == CUDA_SUCCESS)
+		*r = cu->MemHostAlloc((void **)&m->rh, hb, 0);
+	if (*r != CUDA_SUCCESS)
+		return -EIO;
+	/* Zero headers and data: a 0 record header is "not written yet" to the drain. */
+	memset(m->host, 0, m->bytes);
+	memset(m->rh, 0, hb);
+	*r = cu->MemcpyHtoDAsync(m->dptr, m->host, m->bytes, st);
+	if (*r == CUDA_SUCCESS)
+		*r = cu->MemcpyHtoDAsync(m->rh_dev, m->rh, hb, st);
+	if (*r == CUDA_SUCCESS)
+		*r = cu->StreamSynchronize(st);
+	if (*r != CUDA_SUCCESS)
+		return -EIO;
+	m->ring_drops = 0;
+	d->base = m->dptr;
+	d->aux = m->rh_dev;
+	d->max_entries = m->shard_bytes;
+	d->nr_slots = m->nr_shards;
+	return 0;
+}
+
+/*
+ * Copies positions [@from, @to) of shard @k device -> staging (@zero:
+ * zeroes them on the device instead), in at most two pieces where the
+ * range wraps. Staging keeps the device offsets.
+ */
+static CUresult ring_range(const struct nv_api *cu, CUstream st, struct nv_dmap *m, uint32_t k,
+			   uint64_t from, uint64_t to, bool zero)
+{
+	uint64_t sb = m->shard_bytes, off = from & (sb - 1), len = to - from;
+	uint64_t piece[2][2] = { { off, len < sb - off ? len : sb - off }, { 0, 0 } };
+	uint8_t *host = (uint8_t *)m->host + (size_t)k * sb;
+	CUdeviceptr dev = m->dptr + (CUdeviceptr)k * sb;
+	CUresult r = CUDA_SUCCESS;
+
+	piece[1][1] = len - piece[0][1];
+	for (int i = 0; i < 2 && r == CUDA_SUCCESS; i++) {
+		uint64_t o = piece[i][0], n = piece[i][1];
+
+		if (!n)
+			continue;
+		if (!zero) {
+			r = cu->MemcpyDtoHAsync(host + o, dev + o, n, st);
+		} else if (cu->MemsetD32Async) {
+			/* Records are 8-aligned multiples of 8: whole u32 words. */
+			r = cu->MemsetD32Async(dev + o, 0, n / 4, st);
+		} else {
+			/* No memset entry point: the staging copy, zeroed, goes back. */
+			memset(host + o, 0, n);
+			r = cu->MemcpyHtoDAsync(dev + o, host + o, n, st);
+		}
+	}
+	return r;
+}
+
+/*
+ * The end of the committed prefix of shard image @data between @cons and
+ * @prod (stops at a BUSY or 0 header). *@bad: a header that cannot be
+ * right (a length past the shard end or the producer) stops it too.
+ */
+static uint64_t ring_committed(const uint8_t *data, uint64_t size, uint64_t cons, uint64_t prod,
+			       bool *bad)
+{
+	*bad = prod < cons || prod - cons > size;
+	if (*bad)
+		return cons;
 	while (cons < prod) {
-		uint64_t off = cons & mask, step;
-		uint32_t w = atomic_load_explicit((_Atomic uint32_t *)(data + off),
-						  memory_order_acquire);
-		uint32_t len = w & GPUEXT_RB_LEN_MASK;
+		uint64_t off = cons & (size - 1), step;
+		uint32_t w;
 
+		memcpy(&w, data + off, sizeof(w));
 		if ((w & GPUEXT_RB_BUSY) || w == 0)
 			break;	/* reserved, not committed yet (0: header not even written) */
-		step = gpuext_round8((uint64_t)len + GPUEXT_RB_HDR_SZ);
+		step = gpuext_round8((uint64_t)(w & GPUEXT_RB_LEN_MASK) + GPUEXT_RB_HDR_SZ);
 		if (off + step > size || step > prod - cons) {
-			/* Records never wrap on the device: this one is garbage. Drop the rest. */
-			memset(data, 0, size);
-			out->host_drops++;
-			cons = prod;
+			*bad = true;	/* records never wrap on the device: garbage */
 			break;
 		}
-		if (!(w & GPUEXT_RB_DISCARD)) {
-			if (nv_shm_ring_output(out, data + off + GPUEXT_RB_HDR_SZ, len) == 0)
-				n++;
-		}
-		memset(data + off, 0, step);
 		cons += step;
 	}
-	/* Release: our zeroing happens before the device may reuse the space. */
-	atomic_store_explicit(consp, cons, memory_order_release);
-	return n;
+	return cons;
+}
+
+int nv_ring_drain(const struct nv_api *cu, CUstream st, struct nv_dmap *m, struct nv_shm *out,
+		  uint64_t *moved)
+{
+	uint32_t n = m->nr_shards, sb = m->shard_bytes;
+	uint64_t cons[NV_RING_MAX_SHARDS], prod[NV_RING_MAX_SHARDS], end[NV_RING_MAX_SHARDS];
+	uint64_t drops = 0, recs = 0;
+	bool bad[NV_RING_MAX_SHARDS], again = false;
+	CUresult r;
+
+	if (moved)
+		*moved = 0;
+	if (!n || n > NV_RING_MAX_SHARDS || !pow2(sb) || !m->rh || !m->host)
+		return -EINVAL;
+	/* 1. The headers: where each shard's producer and consumer are. */
+	r = cu->MemcpyDtoHAsync(m->rh, m->rh_dev, (size_t)n * sizeof(*m->rh), st);
+	if (r == CUDA_SUCCESS)
+		r = cu->StreamSynchronize(st);
+	if (r != CUDA_SUCCESS)
+		return -EIO;
+	for (uint32_t k = 0; k < n; k++) {
+		cons[k] = m->rh[k].cons;
+		prod[k] = m->rh[k].prod;
+		drops += m->rh[k].dropped;
+	}
+	m->ring_drops = drops;
+	/* 2. The reserved range of each shard: which records are committed. */
+	for (uint32_t k = 0; k < n && r == CUDA_SUCCESS; k++)
+		if (prod[k] > cons[k] && prod[k] - cons[k] <= sb)
+			r = ring_range(cu, st, m, k, cons[k], prod[k], false);
+	if (r == CUDA_SUCCESS)
+		r = cu->StreamSynchronize(st);
+	if (r != CUDA_SUCCESS)
+		return -EIO;
+	for (uint32_t k = 0; k < n; k++) {
+		end[k] = ring_committed((uint8_t *)m->host + (size_t)k * sb, sb, cons[k], prod[k],
+					&bad[k]);
+		again |= end[k] > cons[k];
+	}
+	/*
+	 * 3. The committed records once more: this copy starts after the one
+	 * that saw them committed, so it holds every payload byte the device
+	 * wrote before its release store of the header.
+	 */
+	for (uint32_t k = 0; k < n && r == CUDA_SUCCESS; k++)
+		if (end[k] > cons[k])
+			r = ring_range(cu, st, m, k, cons[k], end[k], false);
+	if (again && r == CUDA_SUCCESS)
+		r = cu->StreamSynchronize(st);
+	if (r != CUDA_SUCCESS)
+		return -EIO;
+	/* 4. Publish in shard order, zero what was consumed, and only then move cons. */
+	for (uint32_t k = 0; k < n && r == CUDA_SUCCESS; k++) {
+		const uint8_t *data = (uint8_t *)m->host + (size_t)k * sb;
+		uint64_t to = bad[k] ? prod[k] : end[k];
+
+		for (uint64_t pos = cons[k]; pos < end[k];) {
+			uint32_t w, len;
+
+			memcpy(&w, data + (pos & (sb - 1)), sizeof(w));
+			len = w & GPUEXT_RB_LEN_MASK;
+			if (!(w & GPUEXT_RB_DISCARD) &&
+			    nv_shm_ring_output(out, data + (pos & (sb - 1)) + GPUEXT_RB_HDR_SZ,
+					       len) == 0)
+				recs++;
+			pos += gpuext_round8((uint64_t)len + GPUEXT_RB_HDR_SZ);
+		}
+		if (bad[k]) {
+			/* Whatever lies past a corrupt header cannot be trusted: drop the shard's rest. */
+			out->host_drops++;
+			r = ring_range(cu, st, m, k, 0, sb, true);
+		} else if (to > cons[k]) {
+			r = ring_range(cu, st, m, k, cons[k], to, true);
+		}
+		if (to == cons[k] || r != CUDA_SUCCESS)
+			continue;
+		m->rh[k].cons = to;	/* pinned: read by the copy below, after the zeroing */
+		r = cu->MemcpyHtoDAsync(m->rh_dev + (CUdeviceptr)k * sizeof(*m->rh) +
+					offsetof(struct gpuext_ptx_ringbuf_hdr, cons),
+					&m->rh[k].cons, sizeof(m->rh[k].cons), st);
+	}
+	if (r == CUDA_SUCCESS)
+		r = cu->StreamSynchronize(st);
+	if (moved)
+		*moved = recs;
+	return r == CUDA_SUCCESS ? 0 : -EIO;
 }
 
 /* ------------------------------------------------------------------ */
@@ -600,24 +788,20 @@ static int ctx_setup(struct nv_maps *mm, struct nv_ctx *x)
 				goto cuda_fail;
 			d->base = m->dptr;
 		} else {
-			m->bytes = pm->max_entries;
-			r = cu->MemHostAlloc(&m->host, m->bytes, CU_MEMHOSTALLOC_DEVICEMAP |
-					     CU_MEMHOSTALLOC_PORTABLE);
-			if (r == CUDA_SUCCESS)
-				r = cu->MemHostAlloc((void **)&m->rh, sizeof(*m->rh),
-						     CU_MEMHOSTALLOC_DEVICEMAP |
-						     CU_MEMHOSTALLOC_PORTABLE);
-			if (r != CUDA_SUCCESS)
+			int sms = 0, e;
+
+			if (cu->DeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+						   x->dev) != CUDA_SUCCESS)
+				sms = 1;	/* one shard: correct, only more contended */
+			e = nv_ring_place(cu, x->stream, m, pm->max_entries, sms, d, &r);
+			if (e == -EIO)
 				goto cuda_fail;
-			memset(m->host, 0, m->bytes);
-			memset(m->rh, 0, sizeof(*m->rh));
-			r = cu->MemHostGetDevicePointer(&m->dptr, m->host, 0);
-			if (r == CUDA_SUCCESS)
-				r = cu->MemHostGetDevicePointer(&m->rh_dev, m->rh, 0);
-			if (r != CUDA_SUCCESS)
-				goto cuda_fail;
-			d->base = m->dptr;
-			d->aux = m->rh_dev;
+			if (e) {
+				fprintf(stderr, "gpuext-nvprobe: ring '%s': %u bytes %s\n", pm->name,
+					pm->max_entries, e == -E2BIG ? "is more than a device ring may "
+					"hold (256 MiB)" : "is not a power of 2 of at least 16");
+				return e;
+			}
 		}
 	}
 	r = cu->StreamSynchronize(x->stream);
@@ -781,10 +965,20 @@ static void publish(struct nv_maps *mm)
 			uint64_t drops = 0;
 
 			for (struct nv_ctx *x = mm->ctxs; x; x = x->next) {
+				const struct nv_api *cu = mm->cu;
+				CUcontext popped;
+				int mode;
+
 				if (x->broken || !x->m[i].rh)
 					continue;
-				nv_ring_drain(x->m[i].rh, x->m[i].host, (uint32_t)x->m[i].bytes, s);
-				drops += __atomic_load_n(&x->m[i].rh->dropped, __ATOMIC_RELAXED);
+				/* Copies: never into an app's stream capture. */
+				mode = nv_capture_relax(cu);
+				if (cu->CtxPushCurrent(x->ctx) == CUDA_SUCCESS) {
+					nv_ring_drain(cu, x->stream, &x->m[i], s, NULL);
+					cu->CtxPopCurrent(&popped);
+				}
+				nv_capture_restore(cu, mode);
+				drops += x->m[i].ring_drops;
 			}
 			mm->dev_drops[i] = mm->dead_drops[i] + drops;
 		}
@@ -803,18 +997,19 @@ void nv_maps__mirror(struct nv_maps *mm)
 }
 
 /*
- * The device memory and pinned rings of @x go with its context: nothing of
- * it may be touched again. Its last array/hash values stay in the sums, its
- * ring drop count in the totals. Called with mm->lock held.
+ * The device memory and pinned staging of @x go with its context: nothing
+ * of it may be touched again. Its last array/hash values stay in the sums,
+ * its ring drop count (as of its last drain) in the totals. Called with
+ * mm->lock held.
  */
-static void retire(struct nv_maps *mm, struct nv_ctx *x, bool rings_readable)
+static void retire(struct nv_maps *mm, struct nv_ctx *x)
 {
 	x->dead = true;
 	for (uint32_t i = 0; i < GX_PACK_MAX_MAPS; i++) {
-		if (x->m[i].rh && rings_readable)
-			mm->dead_drops[i] += __atomic_load_n(&x->m[i].rh->dropped,
-							     __ATOMIC_RELAXED);
+		if (x->m[i].rh)
+			mm->dead_drops[i] += x->m[i].ring_drops;
 		x->m[i].rh = NULL;
+		x->m[i].rh_dev = 0;
 		x->m[i].host = NULL;
 		x->m[i].dptr = 0;
 	}
@@ -828,8 +1023,8 @@ void nv_maps__ctx_gone(struct nv_maps *mm, CUcontext c)
 	x = find_live(mm, c);
 	if (x) {
 		snapshot(mm, x);
-		publish(mm);	/* rings too: the pinned memory goes with the context */
-		retire(mm, x, true);
+		publish(mm);	/* rings too: their device memory goes with the context */
+		retire(mm, x);
 	}
 	pthread_mutex_unlock(&mm->lock);
 }
@@ -841,7 +1036,7 @@ void nv_maps__ctx_lost(struct nv_maps *mm, CUcontext c)
 	pthread_mutex_lock(&mm->lock);
 	x = find_live(mm, c);
 	if (x)
-		retire(mm, x, false);	/* already freed: its last drop count is lost */
+		retire(mm, x);	/* already freed: what its rings held since the last drain is lost */
 	pthread_mutex_unlock(&mm->lock);
 }
 

@@ -70,6 +70,9 @@ else()
   endif()
   target_link_libraries(gpuext-nvprobe PRIVATE ${GPUEXT_NV_DEPS} ${CMAKE_DL_LIBS} pthread rt)
   install(TARGETS gpuext-nvprobe LIBRARY DESTINATION lib)
+  # gpuext-splice PACK_DIR IN.ptx [OUT.ptx]: the splice the preload library would do, offline.
+  add_executable(gpuext-splice ${GPUEXT_NV_DIR}/splice_tool.c)
+  target_link_libraries(gpuext-splice PRIVATE gpuext_nv)
 
   # CI: a fake libcuda.so.1 and an app that uses it both ways (linked + dlopen/cuGetProcAddress).
   add_library(nv_fakecuda SHARED ${CMAKE_SOURCE_DIR}/tests/nv/fakecuda.c)

@@ -153,6 +153,8 @@ struct splicer {
 	unsigned need_ver;	/* what the probes need: PTX ISA version ... */
 	int need_sm;		/* ... and target */
 	uint32_t ctx_words;	/* words of the probe context the probes read (bit w: 4w..4w+3) */
+	unsigned long long kid;	/* the kernel being instrumented: its id ... */
+	const char *param0;	/* ... and first parameter's name ("" if none) */
 	bool probes_declared;
 
 	struct regdecl *regs;
@@ -564,81 +566,43 @@ static bool has_event(const struct splicer *s, int ev)
 	return s->pack->events & (1u << ev);
 }
 
-static void emit_call(struct splicer *s, int ev)
+/*
+ * One site: call gpuext_probe_<ev>, (kernel id, args, addr, value, size)
+ * (ptx_splice.h). @mem: a load/store site, whose address is in %SFX_a and
+ * value in %SFX_v when the probes read them. Nothing is stored in local
+ * memory: the probe builds its context from special registers itself.
+ */
+static void emit_call(struct splicer *s, int ev, bool mem, unsigned size)
 {
 	const char *p = s->pfx;
 
-	oprintf(&s->out, "\t{\n\t.param .b64 %s_arg;\n\tcvta.local.u64 %%%s_c, %s_ctx;\n"
-		"\tst.param.b64 [%s_arg], %%%s_c;\n\tcall gpuext_probe_%s, (%s_arg);\n\t}\n",
-		p, p, p, p, p, ev_name[ev], p);
+	oprintf(&s->out, "\t{\n\t.param .b64 %s_p0;\n\t.param .b64 %s_p1;\n\t.param .b64 %s_p2;\n"
+		"\t.param .b64 %s_p3;\n\t.param .b32 %s_p4;\n\tmov.u64 %%%s_d, %llu;\n"
+		"\tst.param.b64 [%s_p0], %%%s_d;\n", p, p, p, p, p, p, s->kid, p, p);
+	if (reads(s, GX_CTX_ARGS, 8) && s->param0[0] && (s->sm >= 70 || s->need_sm >= 70))
+		oprintf(&s->out, "\tmov.u64 %%%s_c, %s;\n\tcvta.param.u64 %%%s_c, %%%s_c;\n",
+			p, s->param0, p, p);
+	else
+		oprintf(&s->out, "\tmov.u64 %%%s_c, 0;\n", p);
+	oprintf(&s->out, "\tst.param.b64 [%s_p1], %%%s_c;\n", p, p);
+	if (!mem || !reads(s, GX_CTX_ADDR, 8))
+		oprintf(&s->out, "\tmov.u64 %%%s_a, 0;\n", p);
+	if (!mem || !reads(s, GX_CTX_VALUE, 8))
+		oprintf(&s->out, "\tmov.u64 %%%s_v, 0;\n", p);
+	oprintf(&s->out, "\tst.param.b64 [%s_p2], %%%s_a;\n\tst.param.b64 [%s_p3], %%%s_v;\n"
+		"\tmov.u32 %%%s_r0, %u;\n\tst.param.b32 [%s_p4], %%%s_r0;\n"
+		"\tcall gpuext_probe_%s, (%s_p0, %s_p1, %s_p2, %s_p3, %s_p4);\n\t}\n",
+		p, p, p, p, p, mem ? size : 0, p, p, ev_name[ev], p, p, p, p, p);
 }
 
-/*
- * The context filled at kernel entry; @param0: the first kernel parameter or
- * "". Only the fields the probes read (ctx_words): every thread runs this.
- */
-static void emit_entry(struct splicer *s, const char *kname, const char *param0)
+/* The entry site, before the kernel's first instruction or label. */
+static void emit_entry(struct splicer *s)
 {
-	static const char *const dims[3] = { "x", "y", "z" };
-	static const struct {
-		const char *sreg;
-		unsigned off;
-	} vec3[] = { { "nctaid", GX_CTX_GRID }, { "ntid", GX_CTX_BLOCK }, { "ctaid", GX_CTX_BLOCK_ID },
-		     { "tid", GX_CTX_THREAD_ID } };
-	const char *p = s->pfx;
-	unsigned long long kid = (unsigned long long)gx_kernel_id(kname, strlen(kname));
-
-	oprintf(&s->out, "\t// gpuext: probe context (hal/nvidia/ptx_splice.c), words 0x%x\n",
-		s->ctx_words);
-	if (reads(s, GX_CTX_KERNEL_ID, 8))
-		oprintf(&s->out, "\tmov.u64 %%%s_d, %llu;\n\tst.local.u64 [%s_ctx+%u], %%%s_d;\n", p,
-			kid, p, GX_CTX_KERNEL_ID, p);
-	if (reads(s, GX_CTX_TIMER, 8))
-		oprintf(&s->out, "\tmov.u64 %%%s_d, %%globaltimer;\n\tst.local.u64 [%s_ctx+%u], "
-			"%%%s_d;\n", p, p, GX_CTX_TIMER, p);
-	if (reads(s, GX_CTX_ADDR, 8))
-		oprintf(&s->out, "\tst.local.u64 [%s_ctx+%u], 0;\n", p, GX_CTX_ADDR);
-	if (reads(s, GX_CTX_VALUE, 8))
-		oprintf(&s->out, "\tst.local.u64 [%s_ctx+%u], 0;\n", p, GX_CTX_VALUE);
-	if (reads(s, GX_CTX_SIZE, 4))
-		oprintf(&s->out, "\tst.local.u32 [%s_ctx+%u], 0;\n", p, GX_CTX_SIZE);
-	if (reads(s, GX_CTX_EVENT, 4))
-		oprintf(&s->out, "\tst.local.u32 [%s_ctx+%u], %u;\n", p, GX_CTX_EVENT,
-			(unsigned)GX_PROBE_ENTRY);
-	for (size_t v = 0; v < sizeof(vec3) / sizeof(vec3[0]); v++)
-		for (int d = 0; d < 3; d++)
-			if (reads(s, vec3[v].off + 4u * (unsigned)d, 4))
-				oprintf(&s->out, "\tmov.u32 %%%s_r0, %%%s.%s;\n\tst.local.u32 "
-					"[%s_ctx+%u], %%%s_r0;\n", p, vec3[v].sreg, dims[d], p,
-					vec3[v].off + 4u * (unsigned)d, p);
-	if (reads(s, GX_CTX_LANE, 4))
-		oprintf(&s->out, "\tmov.u32 %%%s_r0, %%laneid;\n\tst.local.u32 [%s_ctx+%u], "
-			"%%%s_r0;\n", p, p, GX_CTX_LANE, p);
-	/* warp = linear thread index / 32 (not %warpid, which names a hardware slot) */
-	if (reads(s, GX_CTX_WARP, 4))
-		oprintf(&s->out, "\tmov.u32 %%%s_r0, %%tid.z;\n\tmov.u32 %%%s_r1, %%ntid.y;\n"
-			"\tmov.u32 %%%s_r2, %%tid.y;\n\tmad.lo.u32 %%%s_r0, %%%s_r0, %%%s_r1, %%%s_r2;\n"
-			"\tmov.u32 %%%s_r1, %%ntid.x;\n\tmov.u32 %%%s_r2, %%tid.x;\n"
-			"\tmad.lo.u32 %%%s_r0, %%%s_r0, %%%s_r1, %%%s_r2;\n\tshr.u32 %%%s_r0, %%%s_r0, 5;\n"
-			"\tst.local.u32 [%s_ctx+%u], %%%s_r0;\n", p, p, p, p, p, p, p, p, p, p, p, p, p,
-			p, p, p, GX_CTX_WARP, p);
-	if (reads(s, GX_CTX_SM, 4))
-		oprintf(&s->out, "\tmov.u32 %%%s_r0, %%smid;\n\tst.local.u32 [%s_ctx+%u], %%%s_r0;\n",
-			p, p, GX_CTX_SM, p);
-	if (reads(s, GX_CTX_GPU, 4))
-		oprintf(&s->out, "\tld.global.u32 %%%s_r0, [gpuext_rt_gpu_id];\n"
-			"\tst.local.u32 [%s_ctx+%u], %%%s_r0;\n", p, p, GX_CTX_GPU, p);
-	if (!reads(s, GX_CTX_ARGS, 8))
-		;
-	else if (param0[0] && (s->sm >= 70 || s->need_sm >= 70))
-		oprintf(&s->out, "\tmov.u64 %%%s_d, %s;\n\tcvta.param.u64 %%%s_d, %%%s_d;\n"
-			"\tst.local.u64 [%s_ctx+%u], %%%s_d;\n", p, param0, p, p, p, GX_CTX_ARGS, p);
-	else
-		oprintf(&s->out, "\tst.local.u64 [%s_ctx+%u], 0;\n", p, GX_CTX_ARGS);
-	if (has_event(s, GX_PROBE_ENTRY)) {
-		emit_call(s, GX_PROBE_ENTRY);
-		s->stats->entry_sites++;
-	}
+	if (!has_event(s, GX_PROBE_ENTRY))
+		return;
+	oprintf(&s->out, "\t// gpuext: entry probe (hal/nvidia/ptx_splice.c)\n");
+	emit_call(s, GX_PROBE_ENTRY, false, 0);
+	s->stats->entry_sites++;
 }
 
 /* Splits "@%p1 op ..." / "@!%p1 op ..." into the guard and the rest. */
@@ -681,13 +645,7 @@ static void exit_site(struct splicer *s, const char *guard, bool neg)
 		label = ++s->label_seq;
 		emit_skip(s, guard, neg, label);
 	}
-	if (reads(s, GX_CTX_TIMER, 8))
-		oprintf(&s->out, "\tmov.u64 %%%s_d, %%globaltimer;\n\tst.local.u64 [%s_ctx+%u], "
-			"%%%s_d;\n", p, p, GX_CTX_TIMER, p);
-	if (reads(s, GX_CTX_EVENT, 4))
-		oprintf(&s->out, "\tst.local.u32 [%s_ctx+%u], %u;\n", p, GX_CTX_EVENT,
-			(unsigned)GX_PROBE_EXIT);
-	emit_call(s, GX_PROBE_EXIT);
+	emit_call(s, GX_PROBE_EXIT, false, 0);
 	if (label)
 		oprintf(&s->out, "$%s_L%u:\n", p, label);
 	s->stats->exit_sites++;
@@ -951,15 +909,7 @@ static void mem_site(struct splicer *s, const char *guard, bool neg, const char 
 		else
 			oprintf(&s->out, "\tmov.u64 %%%s_v, 0;\n", p);
 	}
-	if (reads(s, GX_CTX_ADDR, 8))
-		oprintf(&s->out, "\tst.local.u64 [%s_ctx+%u], %%%s_a;\n", p, GX_CTX_ADDR, p);
-	if (reads(s, GX_CTX_VALUE, 8))
-		oprintf(&s->out, "\tst.local.u64 [%s_ctx+%u], %%%s_v;\n", p, GX_CTX_VALUE, p);
-	if (reads(s, GX_CTX_SIZE, 4))
-		oprintf(&s->out, "\tst.local.u32 [%s_ctx+%u], %u;\n", p, GX_CTX_SIZE, size);
-	if (reads(s, GX_CTX_EVENT, 4))
-		oprintf(&s->out, "\tst.local.u32 [%s_ctx+%u], %d;\n", p, GX_CTX_EVENT, ev);
-	emit_call(s, ev);
+	emit_call(s, ev, true, size);
 	if (label)
 		oprintf(&s->out, "$%s_L%u:\n", p, label);
 	if (load)
@@ -1097,8 +1047,7 @@ static void emit_decls(struct splicer *s)
 
 	oprintf(&s->out, "\n\t// gpuext: probe registers and context (hal/nvidia/ptx_splice.c)\n"
 		"\t.reg .b64 %%%s_d, %%%s_a, %%%s_v, %%%s_c;\n\t.reg .b32 %%%s_r<3>;\n"
-		"\t.reg .b16 %%%s_h;\n\t.reg .pred %%%s_q;\n\t.local .align 8 .b8 %s_ctx[%u];\n",
-		p, p, p, p, p, p, p, p, GX_CTX_BYTES);
+		"\t.reg .b16 %%%s_h;\n\t.reg .pred %%%s_q;\n", p, p, p, p, p, p, p);
 }
 
 static bool is_decl(const char *t)
@@ -1134,7 +1083,9 @@ static void body(struct splicer *s, const struct fn_header *h, bool instrument, 
 		    (k == ST_LABEL || k == ST_OPEN || (k == ST_CLOSE && depth == 1) ||
 		     (k == ST_STMT && !is_decl(s->st.text)))) {
 			copy_to_stmt(s);
-			emit_entry(s, h->name, h->param0);
+			s->kid = (unsigned long long)gx_kernel_id(h->name, strlen(h->name));
+			s->param0 = h->param0;
+			emit_entry(s);
 			entered = true;
 		}
 		switch (k) {
@@ -1216,9 +1167,10 @@ static void declare_probes(struct splicer *s)
 	oprintf(&s->out, "\n\n// gpuext: device probes spliced in (hal/nvidia/ptx_splice.c)\n");
 	for (int e = 0; e < GX_PROBE_NR; e++)
 		if (has_event(s, e))
-			oprintf(&s->out, ".visible .func gpuext_probe_%s(.param .b64 "
-				"gpuext_probe_%s_param_0);\n", ev_name[e], ev_name[e]);
-	oprintf(&s->out, ".visible .global .align 4 .u32 gpuext_rt_gpu_id;\n");
+			oprintf(&s->out, ".visible .func gpuext_probe_%s(.param .b64 %s_kid, "
+				".param .b64 %s_args, .param .b64 %s_addr, .param .b64 %s_value, "
+				".param .b32 %s_size);\n", ev_name[e], s->pfx, s->pfx, s->pfx,
+				s->pfx, s->pfx);
 }
 
 static void module(struct splicer *s)

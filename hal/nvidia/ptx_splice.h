@@ -3,41 +3,39 @@
  * The probe ABI the splicer (ptx_splice.c) writes into a kernel, for the
  * preload library and the tools (private to hal/nvidia; not installed).
  *
- * Per thread of an instrumented kernel, one struct gpuext_probe_ctx
- * (gpuext/probe.h) lives in .local memory (aligned 8, 112 bytes), filled at
- * kernel entry by every thread -- only the fields the probes read: the probe
- * text says which 4-byte words ("// gpuext-ctx-words 0xMASK", computed by
- * codegen/ptx/ptx_probe.c from the verified programs; absent: all). The
- * fields, when read:
+ * A site is one call, with nothing in local memory:
  *
- *   kernel_id   gx_kernel_id(mangled .entry name), an immediate
- *   timer_ns    %globaltimer at entry; refreshed before each exit probe
- *               (load/store probes see the last value: call
- *               gpuext_get_globaltimer() for a fresh one)
- *   addr, value 0 at entry; before a load/store probe: the global address
- *               (base register + offset, as the instruction computes it;
- *               a global variable operand through cvta.global) and the value
- *               stored (stores) or loaded (loads): the first element of a
- *               vector, masked to the element size, zero-extended
- *   size        bytes the instruction accesses (a .v4.f32 access: 16)
- *   event       GX_PROBE_ENTRY/EXIT/LOAD/STORE
- *   grid_dim    %nctaid.xyz      block_dim  %ntid.xyz
- *   block_id    %ctaid.xyz       thread_id  %tid.xyz
- *   lane_id     %laneid
- *   warp_id     linear thread index in the block / 32 (tid.x + ntid.x *
- *               (tid.y + ntid.y * tid.z)) >> 5; not %warpid, which names a
- *               hardware warp slot and changes under preemption
- *   sm_id       %smid
- *   gpu_id      the module global `.visible .global .u32 gpuext_rt_gpu_id`
- *               (0 until the preload library writes the device ordinal into
- *               it with cuModuleGetGlobal + cuMemcpyHtoD after the load)
- *   args        generic address of the kernel's parameter buffer (the first
- *               .param, cvta.param: PTX ISA 7.7, sm_70+; the splicer raises
- *               .version to 7.7 when needed); 0 when the kernel has no
- *               parameters or the module's (raised) .target is below sm_70
+ *   call gpuext_probe_<event>, (kernel_id, args, addr, value, size)
+ *        .b64 kernel_id  gx_kernel_id(mangled .entry name), an immediate
+ *        .b64 args       generic address of the kernel's parameter buffer (the
+ *                        first .param, cvta.param: PTX ISA 7.7, sm_70+; the
+ *                        splicer raises .version to 7.7 when needed); 0 when
+ *                        the kernel has no parameters, the module's (raised)
+ *                        .target is below sm_70, or no probe reads ctx->args
+ *        .b64 addr       load/store sites: the global address (base register +
+ *                        offset, as the instruction computes it; a global
+ *                        variable operand through cvta.global); else 0
+ *        .b64 value      load/store sites: the value stored (stores) or loaded
+ *                        (loads): the first element of a vector, masked to the
+ *                        element size, zero-extended; else 0
+ *        .b32 size       load/store sites: bytes the instruction accesses (a
+ *                        .v4.f32 access: 16); else 0
+ * addr and value are 0 as well when no probe reads them: the probe text says
+ * which 4-byte words of struct gpuext_probe_ctx the probes read
+ * ("// gpuext-ctx-words 0xMASK", codegen/ptx/ptx_probe.c; absent: all).
  *
- * Calls: `call gpuext_probe_<event>, (ctx)` with ctx the generic address of
- * that struct, from every thread that reaches the site (divergent sites
+ * The probe function (codegen/ptx/ptx_probe.c) builds struct
+ * gpuext_probe_ctx (gpuext/probe.h) itself: timer_ns = %globaltimer when
+ * read, event, grid_dim = %nctaid, block_dim = %ntid, block_id = %ctaid,
+ * thread_id = %tid, lane_id = %laneid, warp_id = linear thread index in the
+ * block / 32 (not %warpid, which names a hardware warp slot and changes under
+ * preemption), sm_id = %smid, gpu_id = the probe text's global
+ * `.visible .global .u32 gpuext_rt_gpu_id` (0 until the preload library
+ * writes the device ordinal into it with cuModuleGetGlobal + cuMemcpyHtoD
+ * after the load). The probes are inlined into it, so a field no probe reads
+ * is never computed, and ptxas inlines the function into the kernel.
+ *
+ * Calls come from every thread that reaches the site (divergent sites
  * included); in warp mode the probe function elects the lowest active lane
  * (ptx.h, gpuext_ptx_probe_emit). Sites: entry once per thread before the
  * kernel's first instruction or label; exit before every ret/exit of the
@@ -45,6 +43,10 @@
  * after every ld.global/ldu.global/st.global (any qualifiers, .v2/.v4/.v8)
  * and every generic ld/st whose address isspacep.global, in the .entry body
  * only: .func bodies (the kernel's callees) are not instrumented.
+ *
+ * Why no context in memory: GPU run 4 (H200) built the context in local
+ * memory at every site, and that alone cost 1.4x (gemm) to 3.6x (stencil)
+ * with probes that returned at once.
  */
 #ifndef GPUEXT_NV_PTX_SPLICE_H
 #define GPUEXT_NV_PTX_SPLICE_H

@@ -13,7 +13,7 @@
  * (the test reads the shm maps meanwhile), unloads and destroys its context.
  *
  * Output lines (stdout): "rtld_next ok|bad", "table yes|no", "gpu_id N" (when the
- * module has that global), "ready". $FAKEAPP_DEVICE picks the device (default 0).
+ * module has that global), "ring_shards N" (the ring map's shards), "ready". $FAKEAPP_DEVICE picks the device (default 0).
  * Modes (argv[1]): "basic" (default; tests/cli.sh relies on its map values),
  * "multi" = basic plus a second context that adds 8 to array key 1 and is
  * destroyed before "ready" (tests/test_nv_preload.c), "bench [N]" only times
@@ -76,12 +76,17 @@ static const unsigned char sass_only[64] = { 0x7f, 'E', 'L', 'F', 2, 1, 1 };
 		}                                                                 \
 	} while (0)
 
-/* The device runtime's ring protocol (codegen/ptx/ptx_runtime.c gx.rb_reserve). */
-static void ring_put(const struct gpuext_ptx_map_desc *d, const void *rec, uint32_t len,
-		     int discard)
+/*
+ * The device runtime's ring protocol (codegen/ptx/ptx_runtime.c gx.rb_reserve)
+ * in shard @shard, as a thread on an SM with %smid & (nr_slots - 1) == shard.
+ */
+static void ring_put(const struct gpuext_ptx_map_desc *d, uint32_t shard, const void *rec,
+		     uint32_t len, int discard)
 {
-	struct gpuext_ptx_ringbuf_hdr *h = (void *)(uintptr_t)d->aux;
-	uint8_t *data = (void *)(uintptr_t)d->base;
+	uint32_t ns = d->nr_slots ? d->nr_slots : 1;
+	struct gpuext_ptx_ringbuf_hdr *h = (struct gpuext_ptx_ringbuf_hdr *)(uintptr_t)d->aux +
+					   (shard & (ns - 1));
+	uint8_t *data = (uint8_t *)(uintptr_t)d->base + (uint64_t)(shard & (ns - 1)) * d->max_entries;
 	uint64_t cap = d->max_entries, tot = (len + 15) & ~7ull, prod, off, pad, np;
 	_Atomic uint32_t *w;
 
@@ -130,14 +135,18 @@ static void play_gpu(struct gpuext_ptx_map_desc *t)
 			atomic_store((_Atomic uint32_t *)b, st);
 		}
 	}
-	/* map 2: ring: 3 records, one discarded in between, and enough to wrap once. */
+	/*
+	 * map 2: ring: 3 records from "SMs" 0, 1, 2 (shards i % nr_slots), one
+	 * discarded in between on SM 0.
+	 */
 	if (t[2].type == 27 && t[2].aux) {
-		for (uint64_t i = 0; i < 3; i++) {
+		printf("ring_shards %u\n", t[2].nr_slots);
+		for (uint32_t i = 0; i < 3; i++) {
 			uint64_t v = 100 + i;
 
-			ring_put(&t[2], &v, sizeof(v), 0);
+			ring_put(&t[2], i, &v, sizeof(v), 0);
 			if (i == 0)
-				ring_put(&t[2], &v, sizeof(v), 1);
+				ring_put(&t[2], i, &v, sizeof(v), 1);
 		}
 	}
 }

@@ -355,6 +355,32 @@ EXPORT CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, CUstream 
 	return 0;
 }
 
+/* Device memory is host memory here: a memset is a memset (stream order is program order). */
+EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream st)
+{
+	(void)st;
+	if (deinit)
+		return 4;
+	memset((void *)(uintptr_t)d, v, n);
+	logf_("memset8 %zu", n);
+	return 0;
+}
+
+EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream st)
+{
+	uint32_t *p = (uint32_t *)(uintptr_t)d;
+
+	(void)st;
+	if (deinit)
+		return 4;
+	if (d % 4)
+		return CUDA_ERROR_INVALID_VALUE;	/* the driver wants 4-byte alignment too */
+	for (size_t i = 0; i < n; i++)
+		p[i] = v;
+	logf_("memset32 %zu", n * 4);
+	return 0;
+}
+
 EXPORT CUresult cuStreamCreate(CUstream *s, unsigned flags)
 {
 	static int dummy;

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * gpuext-splice: what the preload library would JIT for one PTX module.
+ *
+ *   gpuext trace TOOL --pack-only --dir D        writes the pack
+ *   gpuext-splice D kernel.ptx [out.ptx]         splices it into kernel.ptx
+ *   ptxas -arch=sm_90 out.ptx && cuobjdump -sass  the code the GPU would run
+ *
+ * For people writing probes or working on the splicer: it shows, without a
+ * GPU, what a probe adds to a kernel (sites, registers, stack, SASS).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nvprobe.h"
+
+static int read_all(const char *path, char **buf, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	size_t cap = 1 << 16, n = 0;
+	char *b = NULL;
+
+	if (!f)
+		return -errno;
+	for (;;) {
+		char *nb = realloc(b, cap + 1);
+
+		if (!nb) {
+			free(b);
+			fclose(f);
+			return -ENOMEM;
+		}
+		b = nb;
+		n += fread(b + n, 1, cap - n, f);
+		if (n < cap)
+			break;
+		cap *= 2;
+	}
+	if (ferror(f)) {
+		free(b);
+		fclose(f);
+		return -EIO;
+	}
+	fclose(f);
+	b[n] = '\0';
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: gpuext-splice PACK_DIR IN.ptx [OUT.ptx]\n"
+		"\n"
+		"Splices the probes of a pack (gpuext trace TOOL --pack-only --dir PACK_DIR)\n"
+		"into a PTX module, as libgpuext-nvprobe.so does in an application, and\n"
+		"writes the result to OUT.ptx (default: standard output). Prints the sites\n"
+		"per kind on standard error. Assemble the result with ptxas to see what a\n"
+		"probe costs a kernel.\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct gx_splice_stats st = { 0 };
+	struct gx_pack pack;
+	char err[512] = "", *ptx = NULL, *out = NULL;
+	size_t len = 0, olen = 0;
+	FILE *f = stdout;
+	int e;
+
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		usage(stdout);
+		return 0;
+	}
+	if (argc < 3 || argc > 4) {
+		usage(stderr);
+		return 2;
+	}
+	e = gx_pack_read(argv[1], &pack, err, sizeof(err));
+	if (e) {
+		fprintf(stderr, "gpuext-splice: %s: %s\n", argv[1], err[0] ? err : strerror(-e));
+		return 1;
+	}
+	e = read_all(argv[2], &ptx, &len);
+	if (e) {
+		fprintf(stderr, "gpuext-splice: %s: %s\n", argv[2], strerror(-e));
+		gx_pack_free(&pack);
+		return 1;
+	}
+	e = gx_ptx_splice(ptx, len, &pack, &out, &olen, &st, err, sizeof(err));
+	if (e) {
+		fprintf(stderr, "gpuext-splice: %s: %s\n", argv[2], err[0] ? err : strerror(-e));
+		goto out;
+	}
+	if (argc == 4 && !(f = fopen(argv[3], "wb"))) {
+		e = -errno;
+		fprintf(stderr, "gpuext-splice: %s: %s\n", argv[3], strerror(errno));
+		goto out;
+	}
+	if (fwrite(out, 1, olen, f) != olen || (f != stdout ? fclose(f) : fflush(f))) {
+		e = -EIO;
+		fprintf(stderr, "gpuext-splice: writing the result failed\n");
+		goto out;
+	}
+	fprintf(stderr, "gpuext-splice: %u kernels, %u instrumented: %u entry, %u exit, %u load, "
+		"%u store sites\n", st.kernels, st.instrumented, st.entry_sites, st.exit_sites,
+		st.load_sites, st.store_sites);
+out:
+	free(out);
+	free(ptx);
+	gx_pack_free(&pack);
+	return e ? 1 : 0;
+}
