@@ -36,8 +36,13 @@ one() {
   if [ "$cfg" = base ] || [ "$cfg" = base2 ]; then
     timeout -k 5 120 "$work/bench_kernels" "$w" "$reps" $arg >"$log" 2>&1
   else
-    timeout -k 5 "$tmo" "${GX_LOADER:-env}" ${GX_LOADER:+--library-path "$GX_LIBDIR"} \
-        "${GX_BIN:-$top/build/gpuext}" trace "$cfg" --interval 0 -- "$work/bench_kernels" "$w" "$reps" $arg \
+    # jitonly: the control. Every module is JIT-compiled from its PTX as when instrumented,
+    # unchanged (GPUEXT_NV_JIT_ONLY=1), so it shows what the driver's JIT alone costs.
+    local tool=$cfg jit=0
+    [ "$cfg" = jitonly ] && tool=threadhist jit=1
+    GPUEXT_NV_JIT_ONLY=$jit timeout -k 5 "$tmo" "${GX_LOADER:-env}" \
+        ${GX_LOADER:+--library-path "$GX_LIBDIR"} \
+        "${GX_BIN:-$top/build/gpuext}" trace "$tool" --interval 0 -- "$work/bench_kernels" "$w" "$reps" $arg \
         >"$log" 2>&1
   fi
   local rc=$? b c
@@ -50,7 +55,7 @@ m=${BENCH_REPS:-1}
 for w in tiny gemm stencil reduce decode membound; do
   case $w in tiny) reps=$((5 * m)) ;; membound) reps=$((20 * m)) ;; *) reps=$((10 * m)) ;; esac
   one base "$w" "$reps"
-  for t in kernelretsnoop threadhist launchlate smload kerneldur; do one "$t" "$w" "$reps"; done
+  for t in jitonly kernelretsnoop threadhist launchlate smload kerneldur; do one "$t" "$w" "$reps"; done
   one base2 "$w" "$reps"
 done
 # memtrace records every access of every thread: measured on a small memory-bound kernel.

@@ -447,6 +447,33 @@ static void prepare(const void *image, size_t len, unsigned sm, bool ptx_only, s
 		return;
 	}
 	gx_cache_key(ptx, ptx_len, g.pack.hash, sm, g.driver_version, key);
+	if (g.jit_only) {
+		/* The control: the module's own PTX through the same JIT, no probes. */
+		snprintf(p->status, sizeof(p->status), "jit-only");
+		if (ptx_only) {
+			p->image = ptx;
+			p->is_ptx = true;
+			p->state = IMG_INSTR;
+			return;
+		}
+		if (gx_cache_get(key, "jit-only.cubin", &cub, &cub_len) == 0 && cub_len) {
+			free(ptx);
+			p->image = cub;
+			p->state = IMG_INSTR;
+			return;
+		}
+		free(cub);
+		e = jit_link(ptx, ptx_len, &cub, &cub_len, err, sizeof(err));
+		free(ptx);
+		if (e) {
+			prep_error(p, "error:jit", "%s", err);
+			return;
+		}
+		gx_cache_put(key, "jit-only.cubin", cub, cub_len);
+		p->image = cub;
+		p->state = IMG_INSTR;
+		return;
+	}
 	if (!ptx_only && gx_cache_get(key, "cubin", &cub, &cub_len) == 0 && cub_len) {
 		p->image = cub;
 		p->state = IMG_INSTR;
@@ -496,13 +523,15 @@ static void loaded(const void *h, bool is_lib, struct prep *p)
 	for (size_t i = 0; i < p->nnames; i++) {
 		const char *st = p->status;
 
-		if (p->state == IMG_INSTR || p->state == IMG_FILTERED)
+		if (p->state == IMG_INSTR && g.jit_only)
+			st = "jit-only";
+		else if (p->state == IMG_INSTR || p->state == IMG_FILTERED)
 			st = p->state == IMG_INSTR &&
 			     nv_filter_match(g.pack.kernel_filter, p->names[i]) ? "instrumented" :
 										   "filtered";
 		report_kernel(p->names[i], st);
 	}
-	img = img_add(h, is_lib, p->state, p->status, p->state == IMG_INSTR);
+	img = img_add(h, is_lib, p->state, p->status, p->state == IMG_INSTR && !g.jit_only);
 	if (img && img->has_table) {
 		struct nv_ctx *x = nv_current_ctx();
 

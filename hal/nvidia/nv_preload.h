@@ -173,6 +173,7 @@ struct nv_state {
 	int kernels_fd, launches_fd;
 	unsigned pid;
 	bool clock_sync;		/* GPUEXT_CLOCK_SYNC=1: calibrate each context's clock */
+	bool jit_only;			/* GPUEXT_NV_JIT_ONLY=1: JIT modules unspliced (a control) */
 
 	pthread_rwlock_t hlock;		/* handles, images, reported ids */
 	_Atomic(struct nv_handle *) buckets[NV_BUCKETS];	/* read without the lock */

@@ -606,6 +606,7 @@ static bool resolve_api(void)
 		API(MemFreeHost, "cuMemFreeHost", false),
 		API(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", false),
 		API(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", false),
+		API(MemsetD32Async, "cuMemsetD32Async", true),
 		API(StreamCreate, "cuStreamCreate", false),
 		API(StreamSynchronize, "cuStreamSynchronize", false),
 		API(StreamDestroy, "cuStreamDestroy_v2", false),
@@ -686,6 +687,12 @@ static void init_body(void)
 	}
 	g.maps.tick = tick;
 	g.clock_sync = getenv("GPUEXT_CLOCK_SYNC") && !strcmp(getenv("GPUEXT_CLOCK_SYNC"), "1");
+	/*
+	 * A control for measuring: every module is JIT-compiled from its PTX as
+	 * when instrumented, but unchanged, so "tool / jit-only" is the probes'
+	 * own cost and "jit-only / native" the driver JIT's (bench/gpu).
+	 */
+	g.jit_only = getenv("GPUEXT_NV_JIT_ONLY") && !strcmp(getenv("GPUEXT_NV_JIT_ONLY"), "1");
 	g.kernels_fd = open_out("kernels.txt", 0);
 	g.launches_fd = open_out("launches.bin", 0);
 	if (g.kernels_fd < 0 || g.launches_fd < 0) {
