@@ -237,7 +237,7 @@ static void test_probe_all(void)
 			CHECK_EQ_U64(events, 0xf);
 			CHECK_EQ_U64(len, strlen(text));
 			/* The calling convention the splicer relies on. */
-			CHECK_STR_CONTAINS(text, ".visible .func gpuext_probe_entry(\n"
+			CHECK_STR_CONTAINS(text, ".func gpuext_probe_entry(\n"
 					   "\t.param .b64 gpuext_probe_entry_param_0,\n"
 					   "\t.param .b64 gpuext_probe_entry_param_1,\n"
 					   "\t.param .b64 gpuext_probe_entry_param_2,\n"
@@ -261,9 +261,9 @@ static void test_probe_all(void)
 				free(fe);
 				free(fl);
 			}
-			CHECK_STR_CONTAINS(text, ".visible .func gpuext_probe_exit(");
-			CHECK_STR_CONTAINS(text, ".visible .func gpuext_probe_load(");
-			CHECK_STR_CONTAINS(text, ".visible .func gpuext_probe_store(");
+			CHECK_STR_CONTAINS(text, ".func gpuext_probe_exit(");
+			CHECK_STR_CONTAINS(text, ".func gpuext_probe_load(");
+			CHECK_STR_CONTAINS(text, ".func gpuext_probe_store(");
 			/* One table for the object's 4 maps (4 x 40 bytes), filled by the host. */
 			CHECK_EQ_INT(count_str(text, ".visible .global .align 8 .b8 gpuext_rt_maps[160]"), 1);
 			CHECK(!strstr(text, "\n.version") && !strstr(text, "\n.target") &&

@@ -753,7 +753,7 @@ static const char pack_ptx[] =
 	".visible .global .align 8 .b8 gpuext_rt_maps[160];\n"
 	".visible .global .align 8 .u64 gpuext_rt_prandom_seed;\n"
 	".visible .global .align 4 .u32 gpuext_rt_gpu_id;\n"
-	".visible .func gpuext_probe_entry(.param .b64 k, .param .b64 g, .param .b64 a, "
+	".func gpuext_probe_entry(.param .b64 k, .param .b64 g, .param .b64 a, "
 	".param .b64 v, .param .b32 s)\n{\n\tret;\n}\n";
 
 static char *slurp(const char *path, size_t *len)

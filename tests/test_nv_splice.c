@@ -60,18 +60,18 @@ static const char hand_probes[] =
 	"// gpuext-ptx-target sm_75\n"
 	".visible .global .align 8 .u64 gpuext_test_calls[4];\n"
 	".visible .global .align 4 .u32 gpuext_rt_gpu_id;\n"
-	".visible .func gpuext_probe_entry(.param .b64 e_k, .param .b64 e_g, .param .b64 e_a, "
+	".func gpuext_probe_entry(.param .b64 e_k, .param .b64 e_g, .param .b64 e_a, "
 	".param .b64 e_v, .param .b32 e_s)\n"
 	"{\n\t.reg .b64 %rd<3>;\n\tld.param.u64 %rd1, [e_k];\n"
 	"\tatom.global.add.u64 %rd2, [gpuext_test_calls], 1;\n\tret;\n}\n"
-	".visible .func gpuext_probe_exit(.param .b64 x_k, .param .b64 x_g, .param .b64 x_a, "
+	".func gpuext_probe_exit(.param .b64 x_k, .param .b64 x_g, .param .b64 x_a, "
 	".param .b64 x_v, .param .b32 x_s)\n"
 	"{\n\t.reg .b64 %rd<2>;\n\tatom.global.add.u64 %rd1, [gpuext_test_calls+8], 1;\n\tret;\n}\n"
-	".visible .func gpuext_probe_load(.param .b64 l_k, .param .b64 l_g, .param .b64 l_a, "
+	".func gpuext_probe_load(.param .b64 l_k, .param .b64 l_g, .param .b64 l_a, "
 	".param .b64 l_v, .param .b32 l_s)\n"
 	"{\n\t.reg .b64 %rd<3>;\n\tld.param.u64 %rd1, [l_a];\n"
 	"\tatom.global.add.u64 %rd2, [gpuext_test_calls+16], %rd1;\n\tret;\n}\n"
-	".visible .func gpuext_probe_store(.param .b64 s_k, .param .b64 s_g, .param .b64 s_a, "
+	".func gpuext_probe_store(.param .b64 s_k, .param .b64 s_g, .param .b64 s_a, "
 	".param .b64 s_v, .param .b32 s_s)\n"
 	"{\n\t.reg .b64 %rd<2>;\n\tatom.global.add.u64 %rd1, [gpuext_test_calls+24], 1;\n\tret;\n}\n";
 
@@ -280,10 +280,12 @@ static void splice_one(const char *what, const char *ptx, size_t len, const stru
 			label, st.load_sites, st.store_sites, st.exit_sites, c.loads, c.stores,
 			c.exits);
 	/* Every site is one call in the output. */
-	CHECK_EQ_INT(count_str(out, "call gpuext_probe_entry,"), st.entry_sites);
-	CHECK_EQ_INT(count_str(out, "call gpuext_probe_exit,"), st.exit_sites);
-	CHECK_EQ_INT(count_str(out, "call gpuext_probe_load,"), st.load_sites);
-	CHECK_EQ_INT(count_str(out, "call gpuext_probe_store,"), st.store_sites);
+	CHECK_EQ_INT(count_str(out, "// gpuext: gpuext_probe_entry inlined"), st.entry_sites);
+	CHECK_EQ_INT(count_str(out, "// gpuext: gpuext_probe_exit inlined"), st.exit_sites);
+	CHECK_EQ_INT(count_str(out, "// gpuext: gpuext_probe_load inlined"), st.load_sites);
+	CHECK_EQ_INT(count_str(out, "// gpuext: gpuext_probe_store inlined"), st.store_sites);
+	/* Inlined, never called: cuLink's relocatable JIT would not inline a call. */
+	CHECK(!strstr(out, "call gpuext_probe_"));
 	/* One entry call per kernel, and no context in local memory (the probes build it). */
 	CHECK_EQ_INT(count_str(out, "// gpuext: entry probe"), c.kernels);
 	CHECK(!strstr(out, "_ctx["));
@@ -453,10 +455,10 @@ static void test_details(const struct gx_pack *hand)
 		/* .version 7.0 raised to what the probes ask for (7.8). */
 		CHECK_STR_CONTAINS(out, ".version 7.8\n.target sm_75");
 		CHECK(!strstr(out, ".version 7.0"));
-		/* Prototypes before the first function; the gpu id global is the probes' own. */
-		CHECK(strstr(out, ".visible .func gpuext_probe_load(.param .b64 gxs_kid, .param .b64 "
-			      "gxs_args, .param .b64 gxs_addr, .param .b64 gxs_value, .param .b32 "
-			      "gxs_size);") < strstr(out, ".func (.param .b32 func_retval0) helper("));
+		/* The probes (globals first) before the first function; gpu id is theirs. */
+		CHECK(strstr(out, "// gpuext: device probes spliced in") &&
+		      strstr(out, "// gpuext: device probes spliced in") <
+		      strstr(out, ".func (.param .b32 func_retval0) helper("));
 		CHECK_EQ_INT(count_str(out, ".visible .global .align 4 .u32 gpuext_rt_gpu_id;"), 1);
 		/* The kernel id immediate. */
 		snprintf(id, sizeof(id), "mov.u64 %%gxs_d, %llu;",
@@ -464,13 +466,16 @@ static void test_details(const struct gx_pack *hand)
 		CHECK_STR_CONTAINS(out, id);
 		/* The entry probe runs before the kernel's first label. */
 		lbl = e1 ? strstr(e1, "$L_top:") : NULL;
-		CHECK(e1 && lbl && strstr(e1, "call gpuext_probe_entry,") < lbl);
+		CHECK(e1 && lbl && strstr(e1, "// gpuext: gpuext_probe_entry inlined") < lbl);
 		/* args: the first parameter's generic address (sm_75 >= sm_70). */
 		CHECK_STR_CONTAINS(out, "mov.u64 %gxs_c, edge_one_param_0;\n"
-				   "\tcvta.param.u64 %gxs_c, %gxs_c;\n\tst.param.b64 [gxs_p1], %gxs_c;");
+				   "\tcvta.param.u64 %gxs_c, %gxs_c;\n");
 		/* edge_two has no parameter: args = 0. */
-		CHECK_STR_CONTAINS(strstr(out, "edge_two()"), "mov.u64 %gxs_c, 0;\n"
-				   "\tst.param.b64 [gxs_p1], %gxs_c;");
+		CHECK_STR_CONTAINS(strstr(out, "edge_two()"), "mov.u64 %gxs_c, 0;\n");
+		/* The load probe's "ld.param [l_a]" reads the site's address register. */
+		CHECK_STR_CONTAINS(out, "\tmov.b64 %rd1, %gxs_a;\n\tatom.global.add.u64 %rd2, "
+				   "[gpuext_test_calls+16], %rd1;\n\tbra $gxs_I");
+		CHECK_EQ_INT(count_str(out, "[l_a]"), 1);	/* only in the definition */
 		/* A predicated ret: the probe is skipped when the predicate is false. */
 		CHECK_STR_CONTAINS(out, "\t@!%p1 bra $gxs_L");
 		CHECK_STR_CONTAINS(out, "\t@!%p2 bra $gxs_L");
@@ -489,12 +494,10 @@ static void test_details(const struct gx_pack *hand)
 		CHECK_STR_CONTAINS(out, "\t@%p1 bra $gxs_L2;\n\tmov.b64 %gxs_a, %rd2;\n"
 				   "\tadd.s64 %gxs_a, %gxs_a, 16;\n\tmov.b32 %gxs_r0, %r3;\n"
 				   "\tcvt.u64.u32 %gxs_v, %gxs_r0;\n"
-				   "\t@!%p1 st.global.v4.u32 [%rd2+16], {%r3, %r4, %r5, %r2};\n\t{\n");
-		/* ... and the call passes address, value and size 16. */
+				   "\t@!%p1 st.global.v4.u32 [%rd2+16], {%r3, %r4, %r5, %r2};\n");
+		/* ... and the site passes address, value and size 16 to the inlined store probe. */
 		CHECK_STR_CONTAINS(strstr(out, "\t@!%p1 st.global.v4.u32 [%rd2+16]"),
-				   "\tst.param.b64 [gxs_p2], %gxs_a;\n\tst.param.b64 [gxs_p3], %gxs_v;\n"
-				   "\tmov.u32 %gxs_r0, 16;\n\tst.param.b32 [gxs_p4], %gxs_r0;\n"
-				   "\tcall gpuext_probe_store, (gxs_p0, gxs_p1, gxs_p2, gxs_p3, gxs_p4);");
+				   "\tmov.u32 %gxs_r0, 16;\n\t{\t// gpuext: gpuext_probe_store inlined");
 		/* Generic accesses are probed only when global. */
 		CHECK_EQ_INT(count_str(out, "isspacep.global %gxs_q, %gxs_a;"), 2);
 		/* The callee is left alone. */
@@ -517,9 +520,9 @@ static void test_details(const struct gx_pack *hand)
 	CHECK_EQ_INT(st.exit_sites, 5);
 	CHECK_EQ_INT(st.load_sites + st.store_sites, 0);
 	if (out) {
-		CHECK(!strstr(out, "call gpuext_probe_load") && !strstr(out, "call gpuext_probe_store"));
-		CHECK(!strstr(out, ".visible .func gpuext_probe_load(.param .b64 gxs_kid"));
-		CHECK_STR_CONTAINS(out, ".visible .func gpuext_probe_exit(.param .b64 gxs_kid, ");
+		CHECK(!strstr(out, "gpuext_probe_load inlined") &&
+		      !strstr(out, "gpuext_probe_store inlined"));
+		CHECK_EQ_INT(count_str(out, "gpuext_probe_exit inlined"), 5);
 		test_checks++;
 		if (!assemble(out, olen, "sm_80", "edge.ptx entry+exit"))
 			test_fail(__FILE__, __LINE__, "entry/exit-only splice does not assemble");
@@ -560,7 +563,7 @@ static void test_details(const struct gx_pack *hand)
 			pk = *hand;
 			CHECK_EQ_INT(gx_ptx_splice(p2, strlen(p2), &pk, &out, &olen, &st, err,
 						   sizeof(err)), 0);
-			CHECK(out && strstr(out, "%gxs1_d") && strstr(out, "gxs1_p0"));
+			CHECK(out && strstr(out, "%gxs1_d") && strstr(out, "$gxs1_I1_end:"));
 			free(out);
 			out = NULL;
 			free(p2);
@@ -607,6 +610,52 @@ static void expect_einval(const char *what, const char *ptx, const char *msg)
 	if (strncmp(err, msg, strlen(msg)))
 		test_fail(__FILE__, __LINE__, "%s: error \"%s\", want it to start \"%s\"", what, err,
 			  msg);
+}
+
+/* The inliner on a body with two exits, a label and its parameters read late. */
+static void test_inline(void)
+{
+	static const char probes[] =
+		".visible .global .align 4 .u32 g;\n"
+		".func gpuext_probe_exit(\n\t.param .b64 p_0,\n\t.param .b64 p_1,\n"
+		"\t.param .b64 p_2,\n\t.param .b64 p_3,\n\t.param .b32 p_4\n)\n{\n"
+		"\t.reg .pred \t%p<2>;\n\t.reg .b32 \t%r<3>;\n\t.reg .b64 \t%rd<2>;\n"
+		"\tld.param.b32 \t%r1, [p_4];\n\tsetp.eq.s32 \t%p1, %r1, 0;\n"
+		"\t@%p1 bra \t$L__BB0_2;\n\tld.param.b64 \t%rd1, [p_2];\n"
+		"\tst.global.u32 \t[g], %r1;\n\tret;\n$L__BB0_2:\n\tret;\n}\n";
+	static const char *const args[GX_PROBE_NARGS] = { "%k", "%g", "%a", "%v", "%s" };
+	static const unsigned bits[GX_PROBE_NARGS] = { 64, 64, 64, 64, 32 };
+	struct gx_probe_body b;
+	char err[200];
+	char *t;
+
+	CHECK_EQ_INT(gx_probe_body_parse(probes, sizeof(probes) - 1, "gpuext_probe_exit", &b, err,
+					 sizeof(err)), 0);
+	CHECK_EQ_INT(b.nparams, 5);
+	CHECK(!strcmp(b.params[0], "p_0") && !strcmp(b.params[4], "p_4"));
+	t = gx_probe_body_inline(&b, args, bits, "X7");
+	CHECK(t != NULL);
+	if (t) {
+		static const char want[] = "\t{\t// gpuext: gpuext_probe_exit inlined (hal/nvidia/ptx_inline.c)\n"
+			     "\n\t.reg .pred \t%p<2>;\n\t.reg .b32 \t%r<3>;\n\t.reg .b64 \t%rd<2>;\n"
+			     "\tmov.b32 %r1, %s;\n\tsetp.eq.s32 \t%p1, %r1, 0;\n"
+			     "\t@%p1 bra \t$L__BB0_2_X7;\n\tmov.b64 %rd1, %a;\n"
+			     "\tst.global.u32 \t[g], %r1;\n\tbra $X7_end;\n$L__BB0_2_X7:\n"
+			     "\tbra $X7_end;\n$X7_end:\n\t}\n";
+
+		test_checks++;
+		if (strcmp(t, want))
+			test_fail(__FILE__, __LINE__, "inlined body:\n%s\nwant:\n%s", t, want);
+		free(t);
+	}
+	gx_probe_body_free(&b);
+	/* A declaration only, or no function at all: an error naming it. */
+	CHECK_EQ_INT(gx_probe_body_parse(".func gpuext_probe_load(.param .b64 a);\n", 40,
+					 "gpuext_probe_load", &b, err, sizeof(err)), -EINVAL);
+	CHECK_STR_CONTAINS(err, "no definition of gpuext_probe_load");
+	CHECK_EQ_INT(gx_probe_body_parse(probes, sizeof(probes) - 1, "gpuext_probe_entry", &b, err,
+					 sizeof(err)), -EINVAL);
+	CHECK_STR_CONTAINS(err, "no definition of gpuext_probe_entry");
 }
 
 static void test_malformed(void)
@@ -739,6 +788,7 @@ int main(void)
 	test_inputs(packs, npacks);
 	test_details(&packs[0].pack);
 	test_malformed();
+	test_inline();
 	printf("test_nv_splice: %u splices, %u ptxas runs passed (packs: %d)\n", spliced_inputs,
 	       assembled_outputs, npacks);
 

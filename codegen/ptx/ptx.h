@@ -221,7 +221,7 @@ enum gpuext_ptx_probe_event {
  * list, so two probes naming one map use one index) form one module. For
  * each event present the text defines
  *
- *   .visible .func gpuext_probe_<entry|exit|load|store>(.param .b64 kernel_id,
+ *   .func gpuext_probe_<entry|exit|load|store>(.param .b64 kernel_id,
  *       .param .b64 args, .param .b64 addr, .param .b64 value, .param .b32 size)
  *
  * The function builds a struct gpuext_probe_ctx (gpuext/probe.h) from its

@@ -155,6 +155,8 @@ struct splicer {
 	uint32_t ctx_words;	/* words of the probe context the probes read (bit w: 4w..4w+3) */
 	unsigned long long kid;	/* the kernel being instrumented: its id ... */
 	const char *param0;	/* ... and first parameter's name ("" if none) */
+	struct gx_probe_body body[GX_PROBE_NR];	/* the probe functions, inlined at the sites */
+	unsigned site_seq;
 	bool probes_declared;
 
 	struct regdecl *regs;
@@ -567,32 +569,47 @@ static bool has_event(const struct splicer *s, int ev)
 }
 
 /*
- * One site: call gpuext_probe_<ev>, (kernel id, args, addr, value, size)
- * (ptx_splice.h). @mem: a load/store site, whose address is in %SFX_a and
- * value in %SFX_v when the probes read them. Nothing is stored in local
- * memory: the probe builds its context from special registers itself.
+ * One site: the arguments of gpuext_probe_<ev> (kernel id, args, addr,
+ * value, size: ptx_splice.h) in our registers, then the function's body
+ * inlined (ptx_inline.c says why not a call). @mem: a load/store site, whose
+ * address is in %SFX_a and value in %SFX_v when the probes read them.
+ * Nothing is stored in local memory: the probe builds its context from
+ * special registers itself.
  */
-static void emit_call(struct splicer *s, int ev, bool mem, unsigned size)
+static void emit_site(struct splicer *s, int ev, bool mem, unsigned size)
 {
+	static const unsigned bits[GX_PROBE_NARGS] = { 64, 64, 64, 64, 32 };
 	const char *p = s->pfx;
+	char regs[GX_PROBE_NARGS][32], sfx[48];
+	const char *args[GX_PROBE_NARGS];
+	char *text;
 
-	oprintf(&s->out, "\t{\n\t.param .b64 %s_p0;\n\t.param .b64 %s_p1;\n\t.param .b64 %s_p2;\n"
-		"\t.param .b64 %s_p3;\n\t.param .b32 %s_p4;\n\tmov.u64 %%%s_d, %llu;\n"
-		"\tst.param.b64 [%s_p0], %%%s_d;\n", p, p, p, p, p, p, s->kid, p, p);
+	snprintf(regs[0], sizeof(regs[0]), "%%%s_d", p);
+	snprintf(regs[1], sizeof(regs[1]), "%%%s_c", p);
+	snprintf(regs[2], sizeof(regs[2]), "%%%s_a", p);
+	snprintf(regs[3], sizeof(regs[3]), "%%%s_v", p);
+	snprintf(regs[4], sizeof(regs[4]), "%%%s_r0", p);
+	for (int i = 0; i < GX_PROBE_NARGS; i++)
+		args[i] = regs[i];
+	oprintf(&s->out, "\tmov.u64 %%%s_d, %llu;\n", p, s->kid);
 	if (reads(s, GX_CTX_ARGS, 8) && s->param0[0] && (s->sm >= 70 || s->need_sm >= 70))
 		oprintf(&s->out, "\tmov.u64 %%%s_c, %s;\n\tcvta.param.u64 %%%s_c, %%%s_c;\n",
 			p, s->param0, p, p);
 	else
 		oprintf(&s->out, "\tmov.u64 %%%s_c, 0;\n", p);
-	oprintf(&s->out, "\tst.param.b64 [%s_p1], %%%s_c;\n", p, p);
 	if (!mem || !reads(s, GX_CTX_ADDR, 8))
 		oprintf(&s->out, "\tmov.u64 %%%s_a, 0;\n", p);
 	if (!mem || !reads(s, GX_CTX_VALUE, 8))
 		oprintf(&s->out, "\tmov.u64 %%%s_v, 0;\n", p);
-	oprintf(&s->out, "\tst.param.b64 [%s_p2], %%%s_a;\n\tst.param.b64 [%s_p3], %%%s_v;\n"
-		"\tmov.u32 %%%s_r0, %u;\n\tst.param.b32 [%s_p4], %%%s_r0;\n"
-		"\tcall gpuext_probe_%s, (%s_p0, %s_p1, %s_p2, %s_p3, %s_p4);\n\t}\n",
-		p, p, p, p, p, mem ? size : 0, p, p, ev_name[ev], p, p, p, p, p);
+	oprintf(&s->out, "\tmov.u32 %%%s_r0, %u;\n", p, mem ? size : 0);
+	snprintf(sfx, sizeof(sfx), "%s_I%u", p, ++s->site_seq);
+	text = gx_probe_body_inline(&s->body[ev], args, bits, sfx);
+	if (!text) {
+		s->out.oom = true;
+		return;
+	}
+	oput(&s->out, text, strlen(text));
+	free(text);
 }
 
 /* The entry site, before the kernel's first instruction or label. */
@@ -601,7 +618,7 @@ static void emit_entry(struct splicer *s)
 	if (!has_event(s, GX_PROBE_ENTRY))
 		return;
 	oprintf(&s->out, "\t// gpuext: entry probe (hal/nvidia/ptx_splice.c)\n");
-	emit_call(s, GX_PROBE_ENTRY, false, 0);
+	emit_site(s, GX_PROBE_ENTRY, false, 0);
 	s->stats->entry_sites++;
 }
 
@@ -645,7 +662,7 @@ static void exit_site(struct splicer *s, const char *guard, bool neg)
 		label = ++s->label_seq;
 		emit_skip(s, guard, neg, label);
 	}
-	emit_call(s, GX_PROBE_EXIT, false, 0);
+	emit_site(s, GX_PROBE_EXIT, false, 0);
 	if (label)
 		oprintf(&s->out, "$%s_L%u:\n", p, label);
 	s->stats->exit_sites++;
@@ -909,7 +926,7 @@ static void mem_site(struct splicer *s, const char *guard, bool neg, const char 
 		else
 			oprintf(&s->out, "\tmov.u64 %%%s_v, 0;\n", p);
 	}
-	emit_call(s, ev, true, size);
+	emit_site(s, ev, true, size);
 	if (label)
 		oprintf(&s->out, "$%s_L%u:\n", p, label);
 	if (load)
@@ -1157,20 +1174,23 @@ static bool parse_version(const char *t, unsigned *v)
 	return true;
 }
 
-/* Our probe prototypes and the gpu id global, before the first function. */
+/*
+ * The probes (the pack's PTX: their globals and functions), before the
+ * module's first function: the sites inline the functions' bodies, which
+ * name the globals, and PTX wants a symbol declared before it is used.
+ */
 static void declare_probes(struct splicer *s)
 {
+	const struct gx_pack *pk = s->pack;
+
 	if (s->probes_declared)
 		return;
 	s->probes_declared = true;
 	copy_to(s, s->hdr_end);
-	oprintf(&s->out, "\n\n// gpuext: device probes spliced in (hal/nvidia/ptx_splice.c)\n");
-	for (int e = 0; e < GX_PROBE_NR; e++)
-		if (has_event(s, e))
-			oprintf(&s->out, ".visible .func gpuext_probe_%s(.param .b64 %s_kid, "
-				".param .b64 %s_args, .param .b64 %s_addr, .param .b64 %s_value, "
-				".param .b32 %s_size);\n", ev_name[e], s->pfx, s->pfx, s->pfx,
-				s->pfx, s->pfx);
+	oprintf(&s->out, "\n\n// gpuext: device probes spliced in (hal/nvidia/ptx_splice.c), "
+		"from gpuext trace's pack\n");
+	oput(&s->out, pk->ptx ? pk->ptx : "", pk->ptx ? strnlen(pk->ptx, pk->ptx_len) : 0);
+	oprintf(&s->out, "\n// gpuext: end of the probes\n\n");
 }
 
 static void module(struct splicer *s)
@@ -1382,7 +1402,20 @@ int gx_ptx_splice(const char *ptx, size_t ptx_len, const struct gx_pack *pack, c
 	s.need_ver = probes_version(pack);
 	s.need_sm = probes_target(pack);
 	s.ctx_words = probes_ctx_words(pack);
-	module(&s);
+	for (int e = 0; e < GX_PROBE_NR && !s.rc; e++) {
+		char name[32];
+		int pe;
+
+		if (!has_event(&s, e))
+			continue;
+		snprintf(name, sizeof(name), "gpuext_probe_%s", ev_name[e]);
+		pe = gx_probe_body_parse(pack->ptx, strnlen(pack->ptx, pack->ptx_len), name,
+					 &s.body[e], err, err_len);
+		if (pe)
+			s.rc = pe;
+	}
+	if (!s.rc)
+		module(&s);
 	if (!s.rc && !s.have_version)
 		fail(&s, 1, "no .version directive: not a PTX module");
 	if (!s.rc && s.stats->instrumented) {
@@ -1392,10 +1425,6 @@ int gx_ptx_splice(const char *ptx, size_t ptx_len, const struct gx_pack *pack, c
 		if ((s.sm >= 70 || s.need_sm >= 70) && need < 77)
 			need = 77;
 		copy_to(&s, s.n);
-		if (s.out.len && s.out.p[s.out.len - 1] != '\n')
-			oput(&s.out, "\n", 1);
-		oprintf(&s.out, "\n// gpuext: the probes (gpuext trace's pack)\n");
-		oput(&s.out, pack->ptx ? pack->ptx : "", pack->ptx ? strnlen(pack->ptx, pack->ptx_len) : 0);
 		if (!s.out.oom && (need > s.ver || (s.sm_end && s.sm < s.need_sm)))
 			rewrite_header(&s, need > s.ver ? need : 0,
 				       s.sm_end && s.sm < s.need_sm ? s.need_sm : 0);
@@ -1408,6 +1437,8 @@ int gx_ptx_splice(const char *ptx, size_t ptx_len, const struct gx_pack *pack, c
 	}
 	free(s.st.text);
 	free(s.regs);
+	for (int e = 0; e < GX_PROBE_NR; e++)
+		gx_probe_body_free(&s.body[e]);
 	if (!s.rc && s.out.oom)
 		s.rc = -ENOMEM;
 	if (s.rc) {

@@ -51,6 +51,7 @@
 #ifndef GPUEXT_NV_PTX_SPLICE_H
 #define GPUEXT_NV_PTX_SPLICE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "gpuext/probe.h"
@@ -74,5 +75,35 @@
 
 /* The module global the preload library sets to the device ordinal. */
 #define GX_GPU_ID_SYMBOL "gpuext_rt_gpu_id"
+
+/* ---- inlining the probe functions into the sites (ptx_inline.c) ------- */
+
+#define GX_PROBE_NARGS 5	/* kernel_id, args, addr, value, size */
+
+/* One probe function of the pack's PTX: its parameter names and its body. */
+struct gx_probe_body {
+	char name[48];
+	char params[GX_PROBE_NARGS][64];
+	int nparams;
+	char *text;		/* between the function's braces */
+	size_t len;
+};
+
+/*
+ * Finds the definition of ".func @name(...)" in @ptx. 0, -ENOMEM, or -EINVAL
+ * with what is wrong in @err (no definition, unnamed parameter, no closing
+ * brace at the start of a line).
+ */
+int gx_probe_body_parse(const char *ptx, size_t len, const char *name, struct gx_probe_body *b,
+			char *err, size_t err_len);
+void gx_probe_body_free(struct gx_probe_body *b);
+
+/*
+ * The body as a nested block for one site: parameter k read from register
+ * @args[k] (@arg_bits[k] wide), labels suffixed "_@sfx", "ret;" a branch to
+ * the block's end label $@sfx_end. malloc'd; NULL on ENOMEM.
+ */
+char *gx_probe_body_inline(const struct gx_probe_body *b, const char *const args[GX_PROBE_NARGS],
+			   const unsigned arg_bits[GX_PROBE_NARGS], const char *sfx);
 
 #endif

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Inlining the probe functions into the sites, as PTX text.
+ *
+ * Why the splicer does it and not ptxas: the preload library JIT-compiles
+ * through cuLink, and cuLink compiles relocatable code, in which ptxas never
+ * inlines a call, .visible or not. Every site then paid a CALL plus the
+ * ABI's register moves in every thread (GPU run 5, H100: launchlate, whose
+ * probe returns at once in all blocks but one, cost 2.5x on a stencil; the
+ * SASS showed CALL.ABS.NOINC at each site). Inlined, the probe's early exits
+ * (warp_id != 0, ...) are a few instructions in the kernel.
+ *
+ * The probe text comes from codegen/ptx/ptx_probe.c (LLVM's NVPTX printer):
+ * a function is ".func NAME(params)\n{\n ... \n}\n" with the closing brace
+ * alone at the start of a line, parameters read by "ld.param.T %r, [P];".
+ * The body goes into a nested { } block, so its .reg (and .local)
+ * declarations shadow the kernel's own names; its labels get a per-site
+ * suffix (labels are function-wide in PTX); "ret;" becomes a branch to the
+ * end of the block; each parameter load becomes a mov from the site's
+ * register for that argument.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptx_splice.h"
+
+static void set_err(char *err, size_t len, const char *what, const char *name)
+{
+	if (err && len)
+		snprintf(err, len, "the pack's probe PTX: %s of %s", what, name);
+}
+
+static int is_id(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '$' || c == '.';
+}
+
+int gx_probe_body_parse(const char *ptx, size_t len, const char *name, struct gx_probe_body *b,
+			char *err, size_t err_len)
+{
+	char head[96];
+	const char *p = ptx, *end = ptx + len, *hdr = NULL, *q, *body, *close;
+
+	memset(b, 0, sizeof(*b));
+	snprintf(b->name, sizeof(b->name), "%s", name);
+	snprintf(head, sizeof(head), ".func %s(", name);
+	/* The definition: the header followed (after its ')') by a '{' line, not a ';'. */
+	while ((p = memmem(p, (size_t)(end - p), head, strlen(head)))) {
+		q = memchr(p, ')', (size_t)(end - p));
+		if (!q)
+			break;
+		q++;
+		while (q < end && (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r'))
+			q++;
+		if (q < end && *q == '{') {
+			hdr = p;
+			break;
+		}
+		p += strlen(head);
+	}
+	if (!hdr) {
+		set_err(err, err_len, "no definition", name);
+		return -EINVAL;
+	}
+	/* Parameter names, in order: the last identifier of each comma-separated item. */
+	for (const char *s = hdr + strlen(head); *s != ')' && b->nparams < GX_PROBE_NARGS;) {
+		const char *e = s, *id = NULL;
+		size_t n;
+
+		while (*e != ',' && *e != ')')
+			e++;
+		for (const char *t = s; t < e; t++)
+			if (is_id(*t) && (t == s || !is_id(t[-1])))
+				id = t;
+		if (!id) {
+			set_err(err, err_len, "a parameter without a name", name);
+			return -EINVAL;
+		}
+		for (n = 0; id + n < e && is_id(id[n]); n++)
+			;
+		if (n >= sizeof(b->params[0])) {
+			set_err(err, err_len, "a parameter name too long", name);
+			return -EINVAL;
+		}
+		memcpy(b->params[b->nparams], id, n);
+		b->params[b->nparams++][n] = '\0';
+		s = *e == ',' ? e + 1 : e;
+	}
+	body = memchr(hdr, '{', (size_t)(end - hdr)) + 1;
+	close = body;
+	while ((close = memmem(close, (size_t)(end - close), "\n}", 2)) &&
+	       close + 2 < end && close[2] != '\n' && close[2] != '\r')
+		close += 2;
+	if (!close) {
+		set_err(err, err_len, "no closing brace", name);
+		return -EINVAL;
+	}
+	b->len = (size_t)(close + 1 - body);
+	b->text = malloc(b->len + 1);
+	if (!b->text)
+		return -ENOMEM;
+	memcpy(b->text, body, b->len);
+	b->text[b->len] = '\0';
+	return 0;
+}
+
+void gx_probe_body_free(struct gx_probe_body *b)
+{
+	free(b->text);
+	memset(b, 0, sizeof(*b));
+}
+
+/* Appends @n bytes to the growing buffer; false on ENOMEM. */
+static bool put(char **o, size_t *len, size_t *cap, const char *s, size_t n)
+{
+	if (*len + n + 1 > *cap) {
+		size_t nc = (*cap ? *cap * 2 : 4096) + n;
+		char *p = realloc(*o, nc);
+
+		if (!p)
+			return false;
+		*o = p;
+		*cap = nc;
+	}
+	memcpy(*o + *len, s, n);
+	*len += n;
+	(*o)[*len] = '\0';
+	return true;
+}
+
+/* "ld.param.T DST, [PARAM];" reading parameter k: 0 and DST, else -1. */
+static int param_load(const struct gx_probe_body *b, const char *l, size_t n, char *dst,
+		      size_t dlen)
+{
+	const char *p = l, *e = l + n, *d, *br;
+	size_t dl;
+
+	while (p < e && (*p == ' ' || *p == '\t'))
+		p++;
+	if ((size_t)(e - p) < 9 || strncmp(p, "ld.param.", 9))
+		return -1;
+	d = p;
+	while (d < e && *d != ' ' && *d != '\t')
+		d++;
+	while (d < e && (*d == ' ' || *d == '\t'))
+		d++;
+	for (dl = 0; d + dl < e && d[dl] != ','; dl++)
+		;
+	br = memchr(d, '[', (size_t)(e - d));
+	if (!br || dl == 0 || dl >= dlen || d[0] != '%')
+		return -1;
+	memcpy(dst, d, dl);
+	dst[dl] = '\0';
+	for (int k = 0; k < b->nparams; k++) {
+		size_t pl = strlen(b->params[k]);
+
+		if ((size_t)(e - br) > pl + 2 && !strncmp(br + 1, b->params[k], pl) && br[1 + pl] == ']')
+			return k;
+	}
+	return -1;
+}
+
+char *gx_probe_body_inline(const struct gx_probe_body *b, const char *const args[GX_PROBE_NARGS],
+			   const unsigned arg_bits[GX_PROBE_NARGS], const char *sfx)
+{
+	size_t len = 0, cap = 0;
+	char *o = NULL, tmp[256];
+	bool ok;
+
+	snprintf(tmp, sizeof(tmp), "\t{\t// gpuext: %s inlined (hal/nvidia/ptx_inline.c)\n", b->name);
+	ok = put(&o, &len, &cap, tmp, strlen(tmp));
+	for (const char *l = b->text; ok && l < b->text + b->len;) {
+		const char *nl = memchr(l, '\n', (size_t)(b->text + b->len - l));
+		size_t n = nl ? (size_t)(nl - l) : (size_t)(b->text + b->len - l);
+		char dst[64];
+		int k = param_load(b, l, n, dst, sizeof(dst));
+
+		if (k >= 0) {
+			snprintf(tmp, sizeof(tmp), "\tmov.b%u %s, %s;\n", arg_bits[k], dst, args[k]);
+			ok = put(&o, &len, &cap, tmp, strlen(tmp));
+		} else {
+			/* Copy, suffixing labels and turning "ret;" into a branch to the end. */
+			for (size_t i = 0; ok && i < n;) {
+				if (l[i] == '$' && (i == 0 || !is_id(l[i - 1]))) {
+					size_t j = i + 1;
+
+					while (j < n && is_id(l[j]) && l[j] != '.')
+						j++;
+					ok = put(&o, &len, &cap, l + i, j - i) &&
+					     put(&o, &len, &cap, "_", 1) &&
+					     put(&o, &len, &cap, sfx, strlen(sfx));
+					i = j;
+				} else if (!strncmp(l + i, "ret;", 4) && (i == 0 || !is_id(l[i - 1]))) {
+					snprintf(tmp, sizeof(tmp), "bra $%s_end;", sfx);
+					ok = put(&o, &len, &cap, tmp, strlen(tmp));
+					i += 4;
+				} else {
+					ok = put(&o, &len, &cap, l + i, 1);
+					i++;
+				}
+			}
+			ok = ok && put(&o, &len, &cap, "\n", 1);
+		}
+		l = nl ? nl + 1 : b->text + b->len;
+	}
+	snprintf(tmp, sizeof(tmp), "$%s_end:\n\t}\n", sfx);
+	if (!ok || !put(&o, &len, &cap, tmp, strlen(tmp))) {
+		free(o);
+		return NULL;
+	}
+	return o;
+}
