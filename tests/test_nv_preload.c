@@ -1103,20 +1103,22 @@ static void test_e2e(void)
 	/* device slots s (value s+1) fold into shm slot s % 4: (s+1) + (s+5) */
 	CHECK_EQ_U64(live.pcpu_v[0], 1 + 5);
 	CHECK_EQ_U64(live.pcpu_v[3], 4 + 8);
-	CHECK_STR_CONTAINS(run.log, "modload cubin spliced=1");
-	CHECK_STR_CONTAINS(run.log, "libload cubin spliced=1");
-	/* No context current: the spliced PTX is loaded, the driver JITs it per device. */
+	/* The spliced PTX is what the driver loads (and JITs as a whole program). */
+	CHECK_STR_CONTAINS(run.log, "modload_ex ptx spliced=1");
 	CHECK_STR_CONTAINS(run.log, "libload ptx spliced=1");
 	CHECK_STR_CONTAINS(run.log, "launch_ptsz lib_noctx 6 32");
 	/* libk, lib_noctx at their launches, lib_graph when its graph node was added */
 	CHECK_EQ_INT(count_lines(run.log, "libglobal gpuext_rt_maps"), 3);
 	CHECK_STR_CONTAINS(run.log, "libglobal gpuext_rt_maps\nlibglobal gpuext_rt_gpu_id\n"
 			   "libglobal gpuext_rt_prandom_seed\ngraph_add lib_graph");
-	/* the module loaded again in the second context: a cache hit, no third JIT */
-	CHECK_EQ_INT(count_lines(run.log, "modload cubin spliced=1"), 2);
+	/*
+	 * The module in two contexts, three libraries: five spliced loads the driver
+	 * JITs; the module's second load comes from the splice cache (below).
+	 */
+	CHECK_EQ_INT(count_lines(run.log, "modload_ex ptx spliced=1"), 2);
 	CHECK_STR_CONTAINS(run.log, "modload elf spliced=0");
 	CHECK_STR_CONTAINS(run.log, "libglobal gpuext_rt_maps");
-	CHECK_EQ_INT(count_lines(run.log, "jit "), 2);
+	CHECK_EQ_INT(count_lines(run.log, "jit "), 5);
 	CHECK_STR_CONTAINS(run.log, "launch vadd 4 128");
 	CHECK_STR_CONTAINS(run.log, "launch_ptsz vadd 2 64");
 	/* The private pointer was matched by name: the export ran. */
@@ -1206,6 +1208,8 @@ static void test_e2e(void)
 	stats = slurp(path, NULL);
 	CHECK_STR_CONTAINS(stats, "ring 'events': 3 records, 0 dropped on the device (ring "
 			   "full), 0 dropped on the host (shm ring full)");
+	/* The module's load in the second context found the first one's splice. */
+	CHECK_STR_CONTAINS(stats, "splice cache: 1 modules from the cache, 4 spliced");
 	free(stats);
 	run_free(&run);
 
@@ -1222,11 +1226,15 @@ static void test_e2e(void)
 		fprintf(stderr, "test_nv_preload: no ptxas: the spliced PTX is not assembled\n");
 	}
 
-	/* 2. Warm cache: the same modules load as cached cubins, no JIT. */
+	/* 2. Warm cache: every module and library comes spliced from the cache. */
 	run_app(dir, cache, tmp, false, NULL, NULL, &run);
 	CHECK(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
-	CHECK_STR_CONTAINS(run.log, "modload cubin spliced=1");
-	CHECK_EQ_INT(count_lines(run.log, "jit "), 0);
+	CHECK_STR_CONTAINS(run.log, "modload_ex ptx spliced=1");
+	CHECK_EQ_INT(count_lines(run.log, "jit "), 5);
+	snprintf(path, sizeof(path), "%s/nvprobe-%d.txt", dir, (int)run.pid);
+	stats = slurp(path, NULL);
+	CHECK_STR_CONTAINS(stats, "splice cache: 5 modules from the cache, 0 spliced");
+	free(stats);
 	run_free(&run);
 
 	/* 3. No GPUEXT_TRACE_DIR: one line, everything passes through. */
@@ -1254,6 +1262,7 @@ static void test_e2e(void)
 	CHECK(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
 	CHECK_STR_CONTAINS(run.err, "UNINSTRUMENTED");
 	CHECK_STR_CONTAINS(run.err, "JIT refused");
+	CHECK_STR_CONTAINS(run.err, "fake refusal of the spliced PTX");
 	CHECK_STR_CONTAINS(run.log, "modload ptx spliced=0");
 	snprintf(path, sizeof(path), "%s/kernels.txt", dir);
 	txt = slurp(path, NULL);

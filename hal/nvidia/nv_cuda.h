@@ -150,11 +150,6 @@ typedef CUresult (*PFN_cuEventSynchronize)(CUevent);
 typedef CUresult (*PFN_cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
 typedef CUresult (*PFN_cuMemcpy)(CUdeviceptr, CUdeviceptr, size_t);
 typedef CUresult (*PFN_cuStreamDestroy)(CUstream);
-typedef CUresult (*PFN_cuLinkCreate)(unsigned, CUjit_option *, void **, CUlinkState *);
-typedef CUresult (*PFN_cuLinkAddData)(CUlinkState, CUjitInputType, void *, size_t, const char *,
-				      unsigned, CUjit_option *, void **);
-typedef CUresult (*PFN_cuLinkComplete)(CUlinkState, void **, size_t *);
-typedef CUresult (*PFN_cuLinkDestroy)(CUlinkState);
 typedef CUresult (*PFN_cuGetErrorName)(CUresult, const char **);
 typedef CUresult (*PFN_cuThreadExchangeStreamCaptureMode)(int *);
 #define CU_STREAM_CAPTURE_MODE_RELAXED 2

@@ -49,10 +49,6 @@ struct nv_api {
 	PFN_cuStreamCreate StreamCreate;
 	PFN_cuStreamSynchronize StreamSynchronize;
 	PFN_cuStreamDestroy StreamDestroy;
-	PFN_cuLinkCreate LinkCreate;
-	PFN_cuLinkAddData LinkAddData;
-	PFN_cuLinkComplete LinkComplete;
-	PFN_cuLinkDestroy LinkDestroy;
 	PFN_cuGetErrorName GetErrorName;
 	PFN_cuModuleGetGlobal ModuleGetGlobal;
 	PFN_cuLibraryGetGlobal LibraryGetGlobal;	/* NULL before CUDA 12.0 */

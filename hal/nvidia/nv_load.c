@@ -325,13 +325,20 @@ out:
 }
 
 /* ------------------------------------------------------------------ */
-/* Module images: PTX -> splice -> JIT (cached) -> cubin                */
+/* Module images: PTX -> splice (cached) -> the driver's JIT            */
 /* ------------------------------------------------------------------ */
 
-/* What to load in place of an app image. */
+/*
+ * What to load in place of an app image: always PTX text, which the driver
+ * JIT-compiles as a whole program when it is loaded. Not a cubin of our own
+ * through cuLink: cuLink compiles relocatable code, which ptxas optimizes
+ * less (GPU run 6, H100: a tiled GEMM went from 384 to 472 SASS
+ * instructions and ran 1.26x slower with no probe at all, jit-only). The
+ * driver keeps its own cache of JIT results (~/.nv/ComputeCache, by PTX
+ * content), so a second run does not compile again either.
+ */
 struct prep {
-	void *image;		/* malloc'd cubin (or PTX when is_ptx); NULL: the original */
-	bool is_ptx;
+	void *image;		/* malloc'd NUL-terminated PTX; NULL: the original */
 	enum img_state state;
 	char status[48];	/* IMG_SASS / IMG_ERROR: for kernels.txt */
 	char why[512];		/* IMG_ERROR: the whole story, for stderr */
@@ -344,47 +351,6 @@ static void prep_free(struct prep *p)
 	free(p->image);
 	nv_free_names(p->names, p->nnames);
 	memset(p, 0, sizeof(*p));
-}
-
-static int jit_link(const char *ptx, size_t len, void **out, size_t *out_len, char *err,
-		    size_t err_len)
-{
-	char log[4096] = "", nb[32];
-	CUjit_option opt[2] = { CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
-	void *val[2] = { log, (void *)(uintptr_t)sizeof(log) };
-	CUlinkState ls = NULL;
-	void *cubin = NULL;
-	size_t n = 0;
-	CUresult r;
-
-	r = g.cu.LinkCreate(2, opt, val, &ls);
-	if (r == CUDA_SUCCESS)
-		r = g.cu.LinkAddData(ls, CU_JIT_INPUT_PTX, (void *)ptx, len + 1,
-				     "gpuext-spliced.ptx", 0, NULL, NULL);
-	if (r == CUDA_SUCCESS)
-		r = g.cu.LinkComplete(ls, &cubin, &n);
-	if (r == CUDA_SUCCESS && (!cubin || !n))
-		r = CUDA_ERROR_INVALID_IMAGE;
-	if (r == CUDA_SUCCESS) {
-		*out = malloc(n);
-		if (*out) {
-			memcpy(*out, cubin, n);	/* owned by the link state */
-			*out_len = n;
-		} else {
-			r = CUDA_ERROR_OUT_OF_MEMORY;
-		}
-	}
-	if (r != CUDA_SUCCESS) {
-		char *nl = strchr(log, '\n');
-
-		if (nl && nl[1] == '\0')
-			*nl = '\0';
-		snprintf(err, err_len, "the driver's JIT refused the spliced PTX: %s%s%.300s",
-			 nv_cu_name(&g.cu, r, nb, sizeof(nb)), log[0] ? ": " : "", log);
-	}
-	if (ls)
-		g.cu.LinkDestroy(ls);
-	return r == CUDA_SUCCESS ? 0 : -EIO;
 }
 
 static void prep_error(struct prep *p, const char *status, const char *fmt, ...)
@@ -402,18 +368,19 @@ static void prep_error(struct prep *p, const char *status, const char *fmt, ...)
 }
 
 /*
- * Decides what to load for @image on a device of @sm: the cached or freshly
- * JIT-linked cubin of the spliced PTX, the spliced PTX itself (@ptx_only:
- * a library for GPUs of different sm), or nothing (the original).
+ * Decides what to load for @image on a device of @sm: the spliced PTX (from
+ * the cache, keyed by the module's PTX, the pack, the sm and the driver, or
+ * spliced now and cached), or nothing (the original: SASS only, filtered,
+ * or an error reported by name).
  */
-static void prepare(const void *image, size_t len, unsigned sm, bool ptx_only, struct prep *p)
+static void prepare(const void *image, size_t len, unsigned sm, struct prep *p)
 {
 	char err[512] = "";
 	char *ptx = NULL, *out = NULL;
-	size_t ptx_len = 0, out_len = 0, cub_len = 0;
+	size_t ptx_len = 0, out_len = 0, cached_len = 0;
 	struct gx_splice_stats st;
 	uint8_t key[32];
-	void *cub = NULL;
+	void *cached = NULL;
 	bool any = false;
 	int e;
 
@@ -446,64 +413,35 @@ static void prepare(const void *image, size_t len, unsigned sm, bool ptx_only, s
 		free(ptx);
 		return;
 	}
-	gx_cache_key(ptx, ptx_len, g.pack.hash, sm, g.driver_version, key);
 	if (g.jit_only) {
 		/* The control: the module's own PTX through the same JIT, no probes. */
 		snprintf(p->status, sizeof(p->status), "jit-only");
-		if (ptx_only) {
-			p->image = ptx;
-			p->is_ptx = true;
-			p->state = IMG_INSTR;
-			return;
-		}
-		if (gx_cache_get(key, "jit-only.cubin", &cub, &cub_len) == 0 && cub_len) {
-			free(ptx);
-			p->image = cub;
-			p->state = IMG_INSTR;
-			return;
-		}
-		free(cub);
-		e = jit_link(ptx, ptx_len, &cub, &cub_len, err, sizeof(err));
-		free(ptx);
-		if (e) {
-			prep_error(p, "error:jit", "%s", err);
-			return;
-		}
-		gx_cache_put(key, "jit-only.cubin", cub, cub_len);
-		p->image = cub;
+		p->image = ptx;
 		p->state = IMG_INSTR;
 		return;
 	}
-	if (!ptx_only && gx_cache_get(key, "cubin", &cub, &cub_len) == 0 && cub_len) {
-		p->image = cub;
-		p->state = IMG_INSTR;
+	gx_cache_key(ptx, ptx_len, g.pack.hash, sm, g.driver_version, key);
+	if (gx_cache_get(key, "ptx", &cached, &cached_len) == 0 && cached_len &&
+	    ((char *)cached)[cached_len - 1] == '\0') {
 		free(ptx);
+		p->image = cached;
+		p->state = IMG_INSTR;
+		atomic_fetch_add(&g.splice_hits, 1);
 		return;
 	}
-	free(cub);
+	free(cached);
 	e = gx_ptx_splice(ptx, ptx_len, &g.pack, &out, &out_len, &st, err, sizeof(err));
 	free(ptx);
 	if (e) {
 		prep_error(p, "error:splice", "splicing the probes in failed: %s", err);
 		return;
 	}
-	if (ptx_only) {
-		p->image = out;
-		p->is_ptx = true;
-		p->state = IMG_INSTR;
-		return;
-	}
-	e = jit_link(out, out_len, &cub, &cub_len, err, sizeof(err));
-	free(out);
-	if (e) {
-		prep_error(p, "error:jit", "%s", err);
-		return;
-	}
-	e = gx_cache_put(key, "cubin", cub, cub_len);
+	atomic_fetch_add(&g.splices, 1);
+	e = gx_cache_put(key, "ptx", out, out_len + 1);
 	if (e && !atomic_exchange(&g.cache_warned, true))
-		fprintf(stderr, PFX "warning: cannot write the JIT cache (%s): every run JITs "
+		fprintf(stderr, PFX "warning: cannot write the splice cache (%s): every run splices "
 			"again\n", strerror(-e));
-	p->image = cub;
+	p->image = out;
 	p->state = IMG_INSTR;
 }
 
@@ -581,20 +519,47 @@ static void *read_file(const char *path, size_t *len)
 /* Loads a module through @load_fn with @p's replacement, falling back loudly. */
 typedef CUresult (*mod_load_fn)(CUmodule *m, const void *image, void *arg);
 
+struct ex_args {
+	unsigned n;
+	CUjit_option *o;
+	void **v;
+};
+
+/*
+ * The spliced PTX through the driver's JIT: with the app's own JIT options
+ * when it gave some (cuModuleLoadDataEx), else with an error log, so that a
+ * refusal says why.
+ */
+static CUresult load_ptx(CUmodule *m, const char *ptx, const struct ex_args *a, char *log,
+			 size_t log_len)
+{
+	CUjit_option o[2] = { CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
+	void *v[2] = { log, (void *)(uintptr_t)log_len };
+
+	log[0] = '\0';
+	if (a && a->n)
+		return real.cuModuleLoadDataEx(m, ptx, a->n, a->o, a->v);
+	return real.cuModuleLoadDataEx(m, ptx, 2, o, v);
+}
+
 static CUresult module_load(CUmodule *m, const void *image, size_t len, mod_load_fn load,
-			    void *arg)
+			    const struct ex_args *ex, void *arg)
 {
 	struct prep p;
 	CUresult r;
 
-	prepare(image, len, ctx_sm(), false, &p);
+	prepare(image, len, ctx_sm(), &p);
 	if (p.image) {
-		r = load(m, p.image, arg);
-		if (r != CUDA_SUCCESS) {
-			char nb[32];
+		char log[2048], nb[32];
 
-			prep_error(&p, "error:load", "the driver refused the instrumented cubin: %s",
-				   nv_cu_name(&g.cu, r, nb, sizeof(nb)));
+		r = load_ptx(m, p.image, ex, log, sizeof(log));
+		if (r != CUDA_SUCCESS) {
+			char *nl = strchr(log, '\n');
+
+			if (nl && nl[1] == '\0')
+				*nl = '\0';
+			prep_error(&p, "error:jit", "the driver's JIT refused the spliced PTX: %s%s%.300s",
+				   nv_cu_name(&g.cu, r, nb, sizeof(nb)), log[0] ? ": " : "", log);
 			free(p.image);
 			p.image = NULL;
 		}
@@ -616,12 +581,6 @@ static CUresult load_data(CUmodule *m, const void *image, void *arg)
 	(void)arg;
 	return real.cuModuleLoadData(m, image);
 }
-
-struct ex_args {
-	unsigned n;
-	CUjit_option *o;
-	void **v;
-};
 
 static CUresult load_data_ex(CUmodule *m, const void *image, void *arg)
 {
@@ -645,7 +604,7 @@ EXPORT CUresult cuModuleLoadData(CUmodule *m, const void *image)
 	REAL_OR_FAIL(cuModuleLoadData);
 	if (!nv_active() || !m || !image)
 		return real.cuModuleLoadData(m, image);
-	return module_load(m, image, 0, load_data, NULL);
+	return module_load(m, image, 0, load_data, NULL, NULL);
 }
 
 EXPORT CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned n, CUjit_option *o,
@@ -656,7 +615,7 @@ EXPORT CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned n, C
 	REAL_OR_FAIL(cuModuleLoadDataEx);
 	if (!nv_active() || !m || !image)
 		return real.cuModuleLoadDataEx(m, image, n, o, v);
-	return module_load(m, image, 0, load_data_ex, &a);
+	return module_load(m, image, 0, load_data_ex, &a, &a);
 }
 
 EXPORT CUresult cuModuleLoadFatBinary(CUmodule *m, const void *image)
@@ -664,7 +623,7 @@ EXPORT CUresult cuModuleLoadFatBinary(CUmodule *m, const void *image)
 	REAL_OR_FAIL(cuModuleLoadFatBinary);
 	if (!nv_active() || !m || !image)
 		return real.cuModuleLoadFatBinary(m, image);
-	return module_load(m, image, 0, load_fatbin, NULL);
+	return module_load(m, image, 0, load_fatbin, NULL, NULL);
 }
 
 EXPORT CUresult cuModuleLoad(CUmodule *m, const char *path)
@@ -679,7 +638,7 @@ EXPORT CUresult cuModuleLoad(CUmodule *m, const char *path)
 	image = read_file(path, &len);
 	if (!image)
 		return real.cuModuleLoad(m, path);	/* let the driver say what is wrong */
-	r = module_load(m, image, len, load_data, NULL);
+	r = module_load(m, image, len, load_data, NULL, NULL);
 	free(image);
 	return r;
 }
@@ -716,18 +675,21 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
  * hundreds of ms per library and could change what the app's own primary
  * context setup sees.
  */
-static unsigned library_sm(bool *ptx_only)
+/*
+ * The sm whose PTX member a library's image gives: the current device's,
+ * or, when the GPUs differ or no context is current, g.sm0 (a library is
+ * loaded into every context, and PTX JITs for each of them).
+ */
+static unsigned library_sm(void)
 {
 	CUcontext c = NULL;
 	CUdevice d;
 	int major = 0, minor = 0;
 
 	nv_devices();
-	*ptx_only = !g.uniform_sm;
-	if (g.cu.CtxGetCurrent(&c) != CUDA_SUCCESS || !c || g.cu.CtxGetDevice(&d) != CUDA_SUCCESS) {
-		*ptx_only = true;
+	if (!g.uniform_sm || g.cu.CtxGetCurrent(&c) != CUDA_SUCCESS || !c ||
+	    g.cu.CtxGetDevice(&d) != CUDA_SUCCESS)
 		return g.sm0;
-	}
 	g.cu.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d);
 	g.cu.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d);
 	return (unsigned)(major * 10 + minor);
@@ -737,18 +699,17 @@ static CUresult library_load(CUlibrary *lib, const void *code, size_t len, CUjit
 			     void **jv, unsigned jn, CUlibraryOption *lo, void **lv, unsigned ln)
 {
 	struct prep p;
-	bool ptx_only;
-	unsigned sm = library_sm(&ptx_only);
+	unsigned sm = library_sm();
 	CUresult r;
 
-	prepare(code, len, sm, ptx_only, &p);
+	prepare(code, len, sm, &p);
 	if (p.image) {
 		r = real.cuLibraryLoadData(lib, p.image, jo, jv, jn, lo, lv, ln);
 		if (r != CUDA_SUCCESS) {
 			char nb[32];
 
-			prep_error(&p, "error:load", "the driver refused the instrumented %s: %s",
-				   p.is_ptx ? "PTX" : "cubin", nv_cu_name(&g.cu, r, nb, sizeof(nb)));
+			prep_error(&p, "error:jit", "the driver refused the spliced PTX: %s",
+				   nv_cu_name(&g.cu, r, nb, sizeof(nb)));
 			free(p.image);
 			p.image = NULL;
 		}

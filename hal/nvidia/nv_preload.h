@@ -186,6 +186,7 @@ struct nv_state {
 	size_t lcnt;
 	_Atomic uint64_t seq;
 	_Atomic bool cache_warned;
+	_Atomic unsigned splice_hits, splices;	/* modules from the splice cache / spliced now */
 	_Atomic bool exited;		/* nv_exit ran (it may be registered several times) */
 	_Atomic int rearmed;		/* nv_exit_rearm calls that registered nv_exit again */
 	_Atomic uint64_t sync_mirror_ns;	/* last mirror after a synchronizing call */

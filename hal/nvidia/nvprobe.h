@@ -9,8 +9,8 @@
  *        the app with LD_PRELOAD=libgpuext-nvprobe.so GPUEXT_TRACE_DIR=DIR;
  *   libgpuext-nvprobe.so (preload.c, nv_maps.c)   interposes the CUDA Driver
  *        API, takes the PTX of every module (fatbin.c), splices the pack's
- *        probes in (ptx_splice.c), JITs through the driver with an on-disk
- *        cache (cache.c), places the maps on each GPU and mirrors them into
+ *        probes in (ptx_splice.c, cached on disk: cache.c), has the driver
+ *        JIT the result, places the maps on each GPU and mirrors them into
  *        the shared-memory maps the gpuext process reads while the app runs.
  *
  * The preload library links no LLVM and no libbpf: only this folder's C

@@ -439,6 +439,8 @@ static void nv_exit(void)
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd >= 0) {
 		nv_maps__report(&g.maps, fd, false);
+		dprintf(fd, "splice cache: %u modules from the cache, %u spliced\n",
+			atomic_load(&g.splice_hits), atomic_load(&g.splices));
 		close(fd);
 	}
 }
@@ -610,10 +612,6 @@ static bool resolve_api(void)
 		API(StreamCreate, "cuStreamCreate", false),
 		API(StreamSynchronize, "cuStreamSynchronize", false),
 		API(StreamDestroy, "cuStreamDestroy_v2", false),
-		API(LinkCreate, "cuLinkCreate_v2", false),
-		API(LinkAddData, "cuLinkAddData_v2", false),
-		API(LinkComplete, "cuLinkComplete", false),
-		API(LinkDestroy, "cuLinkDestroy", false),
 		API(GetErrorName, "cuGetErrorName", false),
 		API(ModuleGetGlobal, "cuModuleGetGlobal_v2", false),
 		API(LibraryGetGlobal, "cuLibraryGetGlobal", true),

@@ -3,10 +3,12 @@
  * A fake libcuda.so.1 for CI machines without a GPU: just enough of the
  * Driver API for libgpuext-nvprobe.so and tests/nv/fakeapp.c, with "device"
  * memory in host memory (a device pointer is a host address), modules that
- * remember the image they were given, a JIT linker that wraps PTX as
- * "FAKECUBIN\n<ptx>", and a log of what happened ($FAKECUDA_LOG, one line per
- * event) that tests/test_nv_preload.c checks; with $FAKECUDA_JIT_DUMP=DIR every PTX
- * handed to the JIT is also written to DIR/jit-N.ptx.
+ * remember the image they were given, a "JIT" of every spliced PTX a
+ * module or library load is handed (logged as "jit LEN"; with
+ * $FAKECUDA_JIT_FAIL it refuses spliced PTX with a log message, as a driver
+ * refusing bad PTX does), and a log of what happened ($FAKECUDA_LOG, one line
+ * per event) that tests/test_nv_preload.c checks; with $FAKECUDA_JIT_DUMP=DIR
+ * every spliced PTX handed to the JIT is also written to DIR/jit-N.ptx.
  *
  * Deliberate quirk: cuGetProcAddress hands out a private entry (not the
  * export) for cuLaunchKernelEx, as a driver may, so that the preload
@@ -531,8 +533,56 @@ static int has_entry(const struct fmod *m, const char *name)
 	return 0;
 }
 
+/*
+ * The "JIT" of PTX that carries probes (the preload library's spliced
+ * modules): logged, dumped for ptxas, refused under $FAKECUDA_JIT_FAIL with
+ * a message in the JIT error log the caller passed.
+ */
+static CUresult fake_jit(const void *image, unsigned n, CUjit_option *o, void **v)
+{
+	const char *t = image;
+
+	if (strcmp(kind_of(image), "ptx") || !strstr(t, "gpuext_probe_"))
+		return 0;
+	if (getenv("FAKECUDA_JIT_FAIL")) {
+		char *log = NULL;
+		size_t cap = 0;
+
+		for (unsigned i = 0; i < n; i++) {
+			if (o[i] == CU_JIT_ERROR_LOG_BUFFER)
+				log = v[i];
+			else if (o[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+				cap = (size_t)(uintptr_t)v[i];
+		}
+		if (log && cap)
+			snprintf(log, cap, "ptxas fatal: fake refusal of the spliced PTX\n");
+		return CUDA_ERROR_INVALID_IMAGE;
+	}
+	logf_("jit %zu", strlen(t));
+	/* Keep what we were asked to JIT, for tests that assemble it with ptxas. */
+	if (getenv("FAKECUDA_JIT_DUMP")) {
+		static int seq;
+		char path[512];
+		FILE *f;
+
+		pthread_mutex_lock(&lock);
+		snprintf(path, sizeof(path), "%s/jit-%d.ptx", getenv("FAKECUDA_JIT_DUMP"), seq++);
+		pthread_mutex_unlock(&lock);
+		f = fopen(path, "w");
+		if (f) {
+			fputs(t, f);
+			fclose(f);
+		}
+	}
+	return 0;
+}
+
 EXPORT CUresult cuModuleLoadData(CUmodule *mod, const void *image)
 {
+	CUresult r = fake_jit(image, 0, NULL, NULL);
+
+	if (r)
+		return r;
 	*mod = (CUmodule)mod_new(image, "modload");
 	return 0;
 }
@@ -540,7 +590,10 @@ EXPORT CUresult cuModuleLoadData(CUmodule *mod, const void *image)
 EXPORT CUresult cuModuleLoadDataEx(CUmodule *mod, const void *image, unsigned n,
 				   CUjit_option *o, void **v)
 {
-	(void)n, (void)o, (void)v;
+	CUresult r = fake_jit(image, n, o, v);
+
+	if (r)
+		return r;
 	*mod = (CUmodule)mod_new(image, "modload_ex");
 	return 0;
 }
@@ -610,7 +663,11 @@ EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *d, size_t *n, CUmodule mod, co
 EXPORT CUresult cuLibraryLoadData(CUlibrary *lib, const void *code, CUjit_option *jo, void **jv,
 				  unsigned jn, CUlibraryOption *lo, void **lv, unsigned ln)
 {
-	(void)jo, (void)jv, (void)jn, (void)lo, (void)lv, (void)ln;
+	CUresult r = fake_jit(code, jn, jo, jv);
+
+	(void)lo, (void)lv, (void)ln;
+	if (r)
+		return r;
 	*lib = (CUlibrary)mod_new(code, "libload");
 	return 0;
 }
@@ -646,70 +703,6 @@ EXPORT CUresult cuKernelGetFunction(CUfunction *f, CUkernel k)
 }
 
 /* ---- JIT linker ---- */
-
-struct flink {
-	char *ptx;
-};
-
-EXPORT CUresult cuLinkCreate_v2(unsigned n, CUjit_option *o, void **v, CUlinkState *ls)
-{
-	(void)n, (void)o, (void)v;
-	*ls = (CUlinkState)calloc(1, sizeof(struct flink));
-	return 0;
-}
-
-EXPORT CUresult cuLinkAddData_v2(CUlinkState ls, CUjitInputType type, void *data, size_t size,
-				 const char *name, unsigned n, CUjit_option *o, void **v)
-{
-	struct flink *l = (struct flink *)ls;
-
-	(void)size, (void)name, (void)n, (void)o, (void)v;
-	if (type != CU_JIT_INPUT_PTX)
-		return CUDA_ERROR_INVALID_VALUE;
-	if (getenv("FAKECUDA_JIT_FAIL"))
-		return CUDA_ERROR_INVALID_IMAGE;
-	free(l->ptx);
-	l->ptx = malloc(strlen(data) + 11);
-	strcpy(l->ptx, "FAKECUBIN\n");
-	strcat(l->ptx, data);
-	return 0;
-}
-
-EXPORT CUresult cuLinkComplete(CUlinkState ls, void **cubin, size_t *size)
-{
-	struct flink *l = (struct flink *)ls;
-
-	if (!l->ptx)
-		return CUDA_ERROR_INVALID_VALUE;
-	logf_("jit %zu", strlen(l->ptx));
-	/* Keep what we were asked to JIT, for tests that assemble it with ptxas. */
-	if (getenv("FAKECUDA_JIT_DUMP")) {
-		static int seq;
-		char path[512];
-		FILE *f;
-
-		pthread_mutex_lock(&lock);
-		snprintf(path, sizeof(path), "%s/jit-%d.ptx", getenv("FAKECUDA_JIT_DUMP"), seq++);
-		pthread_mutex_unlock(&lock);
-		f = fopen(path, "w");
-		if (f) {
-			fputs(l->ptx + 10, f);
-			fclose(f);
-		}
-	}
-	*cubin = l->ptx;
-	*size = strlen(l->ptx) + 1;
-	return 0;
-}
-
-EXPORT CUresult cuLinkDestroy(CUlinkState ls)
-{
-	struct flink *l = (struct flink *)ls;
-
-	free(l->ptx);
-	free(l);
-	return 0;
-}
 
 /* ---- launches ---- */
 
