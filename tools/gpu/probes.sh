@@ -252,6 +252,19 @@ if python3 "$src/cupy_ptx.py" 50000 >"$logs/base_cupy.log" 2>&1; then
 else
   say "CuPy is not usable here ($(tail -n 1 "$logs/base_cupy.log")): ptxload (cuModuleLoadData of PTX text) stands in"
 fi
+# A PyTorch extension compiled for compute_80 only (PTX, no SASS), run on PyTorch tensors.
+export TORCH_EXTENSIONS_DIR=${TORCH_EXTENSIONS_DIR:-/tmp/gx-torch-ext}
+if python3 "$src/torch_ext_ptx.py" 50000 >"$logs/base_torchext.log" 2>&1; then
+  traced mt_torchext memtrace --kernel '*torch_axpy*' --interval 0 --out "$logs/mt_torchext.txt" -- \
+      python3 "$src/torch_ext_ptx.py" 2000 &&
+    check memtrace mt_torchext "$logs/mt_torchext.log" "$logs/mt_torchext.txt" _Z10torch_axpyfPKfPfi x:r,y:r,y:w
+  traced th_torchext threadhist --kernel '*torch_axpy*' --per-thread --interval 0 --out "$logs/th_torchext.csv" -- \
+      python3 "$src/torch_ext_ptx.py" 50000 &&
+    check threadhist th_torchext_perthread "$logs/th_torchext.log" "$logs/th_torchext.csv" thread &&
+    check same same_th_torchext "$logs/base_torchext.log" "$logs/th_torchext.log"
+else
+  say "the PyTorch PTX extension is not usable here: $(tail -n 1 "$logs/base_torchext.log")"
+fi
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   # PyTorch's own kernels ship as SASS (+ PTX of the newest arch only): reported, by name.
   traced torch_kernels kerneldur --interval 0 -- python3 -c \
