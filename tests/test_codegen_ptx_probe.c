@@ -274,11 +274,17 @@ static void test_probe_all(void)
 			CHECK(strstr(text, ".cas.b32") && strstr(text, ", 0, 1;"));
 			CHECK(strstr(text, ", 2, 3;"));
 			if (per_thread) {
-				CHECK(!strstr(text, "activemask"));
+				/* No leader election; the exit probe's ring reserve groups the
+				 * lanes of a warp (one CAS per group, rank by lanemask_lt). */
+				CHECK(!strstr(text, "bar.warp.sync"));
+				CHECK(strstr(text, "match.any.sync.b64") && strstr(text, "%lanemask_lt") &&
+				      strstr(text, "shfl.sync.idx.b32"));
 			} else {
-				/* Leader election and the wait of the other lanes, once per event. */
+				/* Leader election and the wait of the other lanes, once per event;
+				 * the leader reserves ring records alone. */
 				CHECK_EQ_INT(count_str(text, "activemask.b32"), 4);
 				CHECK_EQ_INT(count_str(text, "bar.warp.sync"), 4);
+				CHECK(!strstr(text, "match.any.sync"));
 			}
 			vp = strstr(text, "// gpuext-ptx-version ");
 			CHECK(vp);
