@@ -373,9 +373,13 @@ static const char rt_common[] =
 	"  %ko = mul i64 %k, %tot1\n"
 	"  %ka = add i64 %ra, %ko\n"
 	"  %rp = inttoptr i64 %ka to ptr\n"
-	"  %rp4 = getelementptr inbounds i8, ptr %rp, i64 4\n"
-	"  store i32 0, ptr %rp4, align 4\n"
-	"  store atomic i32 %rh, ptr %rp syncscope(\"device\") release, align 8\n"
+	/*
+	 * A plain store: BUSY orders nothing (a drain stops at a 0 header as at a
+	 * BUSY one; consumed space is zeroed). One release store per record, in
+	 * a loop over a warp's group, cost a fence each.
+	 */
+	"  %rh64 = zext i32 %rh to i64\n"
+	"  store i64 %rh64, ptr %rp, align 8\n"
 	"  %k1 = add i64 %k, 1\n"
 	"  %more = icmp ult i64 %k1, %n\n"
 	"  br i1 %more, label %hdrs, label %done\n"
@@ -389,13 +393,18 @@ static const char rt_common[] =
 	"  ret i64 0\n"
 	"}\n"
 	/* Publishes (or discards) a reserved record: its header loses BUSY, after the payload. */
+	/*
+	 * The header holds len | BUSY (reserve wrote it; the verifier lets a record be
+	 * submitted or discarded once), so one XOR after a release fence clears BUSY and sets DISCARD
+	 * when asked: no read of the header first, which cost an L2 round trip per record.
+	 */
 	"define internal void @gx.rb_commit(i64 %rec, i32 %discard) {\n"
 	"  %ha = sub i64 %rec, 8\n"
 	"  %h = inttoptr i64 %ha to ptr\n"
-	"  %len = load i32, ptr %h, align 8\n"
-	"  %clr = and i32 %len, 2147483647\n"
-	"  %new = or i32 %clr, %discard\n"
-	"  store atomic i32 %new, ptr %h syncscope(\"device\") release, align 8\n"
+	"  %flip = or i32 %discard, -2147483648\n"
+	/* An explicit fence: NVPTX prints a release atomicrmw as a plain atom. */
+	"  fence syncscope(\"device\") release\n"
+	"  %old = atomicrmw xor ptr %h, i32 %flip syncscope(\"device\") monotonic, align 8\n"
 	"  ret void\n"
 	"}\n"
 	/* 130: bpf_ringbuf_output(rb, data, size, flags) */
@@ -598,7 +607,8 @@ static const char rt_rb_thread[] =
 	"  %tot = and i64 %t0, -8\n"
 	"  %rk = zext i32 %rank to i64\n"
 	"  %o = mul i64 %rk, %tot\n"
-	"  %r = add i64 %b, %o\n"
+	"  %ro = add i64 %b, %o\n"
+	"  %r = and i64 %ro, -8\n"	/* 8-aligned, as LLVM then knows */
 	"  ret i64 %r\n"
 	"out:\n"
 	"  ret i64 0\n"
