@@ -295,7 +295,7 @@ static const char rt_common[] =
 	 * counts %n drops in its own header). @gx.rb_reserve (below, per mode)
 	 * calls it for one record or for a warp's group.
 	 */
-	"define internal i64 @gx.rb_reserve_n(ptr %d, i64 %size, i64 %n) {\n"
+	"define internal i64 @gx.rb_reserve_n(ptr %d, i64 %size, i64 %n, i1 %count) {\n"
 	"entry:\n"
 	"  %tp = getelementptr inbounds %gx.desc, ptr %d, i32 0, i32 2\n"
 	"  %type = load i32, ptr %tp, align 4\n"
@@ -387,6 +387,8 @@ static const char rt_common[] =
 	"  %r = add i64 %ra, 8\n"
 	"  ret i64 %r\n"
 	"drop:\n"
+	"  br i1 %count, label %dropc, label %fail\n"
+	"dropc:\n"
 	"  %old = atomicrmw add ptr %dropp, i64 %n syncscope(\"device\") monotonic, align 8\n"
 	"  ret i64 0\n"
 	"fail:\n"
@@ -557,7 +559,7 @@ static const char rt_common[] =
  */
 static const char rt_rb_warp[] =
 	"define internal i64 @gx.rb_reserve(ptr %d, i64 %size) {\n"
-	"  %r = call i64 @gx.rb_reserve_n(ptr %d, i64 %size, i64 1)\n"
+	"  %r = call i64 @gx.rb_reserve_n(ptr %d, i64 %size, i64 1, i1 true)\n"
 	"  ret i64 %r\n"
 	"}\n";
 
@@ -565,7 +567,8 @@ static const char rt_rb_warp[] =
  * @gx.rb_reserve for per-thread mode: the lanes of a warp that reserve the
  * same size together (match.any) make one group; its lowest lane claims all
  * their records with one CAS and hands the address out (shfl), each lane
- * takes its own by rank. Without this, 32 lanes raced on one shard header
+ * takes its own by rank. When the group does not fit, every lane tries
+ * alone: the ring keeps what fits record by record, as with one lane. Without this, 32 lanes raced on one shard header
  * with a CAS each and their retries grew with the square of the contention
  * (GPU run 6, H100: memtrace at 0.55 us per record, 216x on a small
  * memory-bound kernel).
@@ -587,7 +590,8 @@ static const char rt_rb_thread[] =
 	"  br i1 %isl, label %claim, label %join\n"
 	"claim:\n"
 	"  %n = zext i32 %cnt to i64\n"
-	"  %r0 = call i64 @gx.rb_reserve_n(ptr %d, i64 %size, i64 %n)\n"
+	"  %solo = icmp eq i64 %n, 1\n"
+	"  %r0 = call i64 @gx.rb_reserve_n(ptr %d, i64 %size, i64 %n, i1 %solo)\n"
 	"  br label %join\n"
 	"join:\n"
 	"  %v = phi i64 [ 0, %entry ], [ %r0, %claim ]\n"
@@ -601,6 +605,15 @@ static const char rt_rb_thread[] =
 	"  %bhi = shl i64 %bhi0, 32\n"
 	"  %b = or i64 %bhi, %blo\n"
 	"  %none = icmp eq i64 %b, 0\n"
+	"  %many = icmp ugt i32 %cnt, 1\n"
+	"  %retry = and i1 %none, %many\n"
+	"  br i1 %retry, label %alone, label %got\n"
+	/* The group did not fit (or the ring refuses the size): each lane on its own, so a
+	 * nearly full shard takes the records that fit and counts the rest as drops. */
+	"alone:\n"
+	"  %ra = call i64 @gx.rb_reserve_n(ptr %d, i64 %size, i64 1, i1 true)\n"
+	"  ret i64 %ra\n"
+	"got:\n"
 	"  br i1 %none, label %out, label %mine\n"
 	"mine:\n"
 	"  %t0 = add i64 %size, 15\n"
