@@ -367,22 +367,15 @@ static const char rt_common[] =
 	"  %ra = and i64 %ra0, -8\n"
 	"  %sz32 = trunc i64 %size to i32\n"
 	"  %rh = or i32 %sz32, -2147483648\n"	/* BUSY */
-	"  br label %hdrs\n"
-	"hdrs:\n"
-	"  %k = phi i64 [ 0, %rec ], [ %k1, %hdrs ]\n"
-	"  %ko = mul i64 %k, %tot1\n"
-	"  %ka = add i64 %ra, %ko\n"
-	"  %rp = inttoptr i64 %ka to ptr\n"
 	/*
 	 * A plain store: BUSY orders nothing (a drain stops at a 0 header as at a
-	 * BUSY one; consumed space is zeroed). One release store per record, in
-	 * a loop over a warp's group, cost a fence each.
+	 * BUSY one; consumed space is zeroed). Only the first record's header: in
+	 * a warp's group each lane writes its own (rt_rb_thread), in parallel.
 	 */
+	"  %rp = inttoptr i64 %ra to ptr\n"
 	"  %rh64 = zext i32 %rh to i64\n"
 	"  store i64 %rh64, ptr %rp, align 8\n"
-	"  %k1 = add i64 %k, 1\n"
-	"  %more = icmp ult i64 %k1, %n\n"
-	"  br i1 %more, label %hdrs, label %done\n"
+	"  br label %done\n"
 	"done:\n"
 	"  %r = add i64 %ra, 8\n"
 	"  ret i64 %r\n"
@@ -622,6 +615,12 @@ static const char rt_rb_thread[] =
 	"  %o = mul i64 %rk, %tot\n"
 	"  %ro = add i64 %b, %o\n"
 	"  %r = and i64 %ro, -8\n"	/* 8-aligned, as LLVM then knows */
+	"  %ha = sub i64 %r, 8\n"
+	"  %hp = inttoptr i64 %ha to ptr\n"
+	"  %sz32 = trunc i64 %size to i32\n"
+	"  %rh = or i32 %sz32, -2147483648\n"	/* BUSY, before the commit flips it */
+	"  %rh64 = zext i32 %rh to i64\n"
+	"  store i64 %rh64, ptr %hp, align 8\n"
 	"  ret i64 %r\n"
 	"out:\n"
 	"  ret i64 0\n"
