@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Module and library loads inside the traced app: the PTX of the image
- * (gx_image_ptx, for the context's sm) is spliced (gx_ptx_splice) and
- * JIT-linked through the driver (cuLink*) into a cubin that goes into the
- * on-disk cache (gx_cache_*); the cubin is loaded in place of the app's
- * image. SASS-only images load unchanged ("sass-only" in kernels.txt); any
+ * (gx_image_ptx, for the context's sm) is spliced (gx_ptx_splice, the
+ * result cached on disk by gx_cache_*) and loaded in place of the app's
+ * image with cuModuleLoadDataEx, so the driver JIT-compiles it as a whole
+ * program (and keeps the result in its own compute cache). SASS-only images load unchanged ("sass-only" in kernels.txt); any
  * failure loads the original with a loud message on stderr and an
  * "error:<what>" status. After each load the module's tables
  * (gpuext_rt_maps, gpuext_rt_gpu_id, gpuext_rt_prandom_seed) get the
@@ -667,11 +667,8 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
 }
 
 /*
- * The sm a library is prepared for, and whether a cubin can be made for it:
- * that needs a current context (cuLink* JITs for it), and one cubin serves
- * every context of the process only when all GPUs share one sm. Otherwise
- * the spliced PTX is loaded and the driver JITs it per device (with its own
- * compute cache). No context is created here: a temporary one would cost
+ * Libraries: the spliced PTX, JIT-compiled by the driver per device (with its
+ * own compute cache). No context is created here: a temporary one would cost
  * hundreds of ms per library and could change what the app's own primary
  * context setup sees.
  */

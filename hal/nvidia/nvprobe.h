@@ -145,11 +145,12 @@ struct gx_splice_stats {
 };
 
 /*
- * Splices @pack's probes into the PTX module @ptx: calls at every
- * instrumented kernel's entry, before each of its exits (ret/exit), after
- * each global load and store (real address, size, stored value), with a
- * struct gpuext_probe_ctx built in local memory. The result is one valid PTX
- * module (the probes' definitions appended, .version raised if needed).
+ * Splices @pack's probes into the PTX module @ptx: the probe functions
+ * inlined (ptx_inline.c) at every instrumented kernel's entry, before each
+ * of its exits (ret/exit), after each global load and store (real address,
+ * size, stored value), per the ABI in ptx_splice.h. The result is one valid
+ * PTX module (the probes' text before the first function, .version raised
+ * if needed).
  * Deterministic. *out malloc'd, NUL-terminated. -EINVAL with line and reason
  * in @err on PTX it cannot parse.
  */

@@ -2,13 +2,14 @@
 /*
  * Inlining the probe functions into the sites, as PTX text.
  *
- * Why the splicer does it and not ptxas: the preload library JIT-compiles
- * through cuLink, and cuLink compiles relocatable code, in which ptxas never
- * inlines a call, .visible or not. Every site then paid a CALL plus the
- * ABI's register moves in every thread (GPU run 5, H100: launchlate, whose
- * probe returns at once in all blocks but one, cost 2.5x on a stencil; the
- * SASS showed CALL.ABS.NOINC at each site). Inlined, the probe's early exits
- * (warp_id != 0, ...) are a few instructions in the kernel.
+ * Why the splicer does it and not ptxas: whether ptxas inlines a call
+ * depends on how the driver compiles. Through cuLink (relocatable code, what
+ * the preload library used until GPU run 6) it never did, .visible or not:
+ * every site paid a CALL plus the ABI's register moves in every thread (GPU
+ * run 5, H100: launchlate, whose probe returns at once in all blocks but
+ * one, cost 2.5x on a stencil; the SASS showed CALL.ABS.NOINC at each site).
+ * Inlined here, the probe's early exits (warp_id != 0, ...) are a few
+ * instructions in the kernel whatever the JIT does.
  *
  * The probe text comes from codegen/ptx/ptx_probe.c (LLVM's NVPTX printer):
  * a function is ".func NAME(params)\n{\n ... \n}\n" with the closing brace

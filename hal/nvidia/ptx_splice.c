@@ -1,30 +1,34 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The PTX splicer: calls to the probes of a pack (codegen/ptx/ptx_probe.c)
- * spliced into an application's PTX module, at kernel entry, before every
- * exit, and after global loads/stores. Lives in the LD_PRELOAD library: libc
- * and gx_kernel_id() (hash.c) only, no LLVM.
+ * The PTX splicer: the probes of a pack (codegen/ptx/ptx_probe.c) spliced
+ * into an application's PTX module, at kernel entry, before every exit, and
+ * after global loads/stores. Lives in the LD_PRELOAD library: libc and
+ * gx_kernel_id() (hash.c) only, no LLVM.
  *
  * The parser works on statements, not a grammar: PTX is regular enough
  * (nvcc, NVRTC, LLVM and Triton all print it the same way) that a scanner
  * which knows comments, strings, braces, labels and the few directives that
  * end at a newline (.version .target .address_size .file .loc) finds every
  * place we need, and copies everything else through byte for byte. What it
- * writes into a kernel:
+ * writes:
  *
- *   after the body's '{'      .reg declarations (a prefix absent from the
- *                             module: %gxs_*, or %gxs1_* ...) and the probe
- *                             context, `.local .align 8 .b8 gxs_ctx[112]`;
- *   before the first code     the context filled (ptx_splice.h: ctx layout)
- *                             and gpuext_probe_entry called;
- *   before each ret/exit      timer refreshed, event = 1, gpuext_probe_exit;
- *                             a predicated one (@%p ret) is skipped over by
- *                             a branch on the negated predicate, so the
- *                             probe runs exactly when the exit does;
+ *   before the first function the pack's PTX: the probes' globals and
+ *                             functions (the sites name the globals);
+ *   after a body's '{'        .reg declarations (a prefix absent from the
+ *                             module: %gxs_*, or %gxs1_* ...);
+ *   at every site             the arguments of gpuext_probe_<event> (kernel
+ *                             id, args, addr, value, size: ptx_splice.h) in
+ *                             those registers, then the function's body
+ *                             inlined in a nested block (ptx_inline.c);
+ *   before the first code     the entry site;
+ *   before each ret/exit      the exit site; a predicated one (@%p ret) is
+ *                             skipped over by a branch on the negated
+ *                             predicate, so the probe runs exactly when the
+ *                             exit does;
  *   around ld/st.global       address (and store value) taken before the
  *                             instruction into our registers (the load may
  *                             overwrite its own address register), loaded
- *                             value after it; then gpuext_probe_load/store.
+ *                             value after it; then the load/store site.
  *   generic ld/st (no state   the same, but only when isspacep.global says
  *   space)                    the address is global (LLVM-made PTX often
  *                             leaves global accesses generic).
@@ -35,10 +39,10 @@
  * in an old module; code that only PTX for sm_6x accepts (shfl without
  * .sync) would then be refused by the JIT, and said so.
  *
- * Every call site passes the generic address of the context: the probes
- * themselves do leader election (warp mode), so any call site works, even
- * under divergent control flow. PTX registers are virtual: the calls cannot
- * clobber the application's registers, ptxas saves what lives across them.
+ * The probes themselves do leader election (warp mode), so any site works,
+ * even under divergent control flow. The inlined bodies declare their own
+ * registers in their nested block, which shadow the application's names;
+ * PTX registers are virtual, so nothing of the application's is clobbered.
  */
 #include <errno.h>
 #include <fnmatch.h>

@@ -3,7 +3,8 @@
  * The probe ABI the splicer (ptx_splice.c) writes into a kernel, for the
  * preload library and the tools (private to hal/nvidia; not installed).
  *
- * A site is one call, with nothing in local memory:
+ * A site is the body of the probe function, inlined by the splicer
+ * (ptx_inline.c) as if called like this, with nothing in local memory:
  *
  *   call gpuext_probe_<event>, (kernel_id, args, addr, value, size)
  *        .b64 kernel_id  gx_kernel_id(mangled .entry name), an immediate
@@ -33,7 +34,7 @@
  * `.visible .global .u32 gpuext_rt_gpu_id` (0 until the preload library
  * writes the device ordinal into it with cuModuleGetGlobal + cuMemcpyHtoD
  * after the load). The probes are inlined into it, so a field no probe reads
- * is never computed, and ptxas inlines the function into the kernel.
+ * is never computed.
  *
  * Calls come from every thread that reaches the site (divergent sites
  * included); in warp mode the probe function elects the lowest active lane
