@@ -435,6 +435,40 @@ static void test_refusals(void)
 	gpuext_runtime__free(rt);
 }
 
+/*
+ * Site guards from the sections (probe/entry/block0, probe/exit/warp0,
+ * probe/exit/first): the text says what each event's sites test, and a
+ * program that asks for more than its site tests the rest in the wrapper.
+ */
+static void test_guards(void)
+{
+	struct gpuext_runtime *rt = new_rt();
+	struct gpuext_object *obj = rt ? open_obj(rt, "probe_guards.bpf.o") : NULL;
+
+	for (int m = 0; obj && m < 2; m++) {
+		char *text = NULL, *fx;
+		size_t len = 0;
+		uint32_t events = 0;
+
+		CHECK_EQ_INT(gpuext_ptx_probe_emit(obj, "sm_80", m == 1, &events, &text, &len), 0);
+		if (!text)
+			continue;
+		CHECK_EQ_U64(events, 0x3);
+		/* entry: block (0,0,0) = 2; exit: warp 0 = 1, what both exit programs ask. */
+		CHECK_STR_CONTAINS(text, "// gpuext-site-guards 2 1 0 0\n");
+		/* guard_exit_first checks block (0,0,0) in the wrapper: the ctaid reads are there. */
+		fx = func_text(text, "gpuext_probe_exit");
+		CHECK(fx && strstr(fx, "%ctaid.x") && strstr(fx, "%ctaid.z"));
+		free(fx);
+		free(text);
+	}
+	if (obj)
+		gpuext_object__close(obj);
+	else
+		CHECK(obj);
+	gpuext_runtime__free(rt);
+}
+
 /* The host side of the device hash layout (ptx.h): geometry, image, lookup. */
 static void test_hash_layout(void)
 {
@@ -544,6 +578,7 @@ int main(void)
 	if (!p || !*p)
 		p = GPUEXT_PTXAS;
 	test_hash_layout();
+	test_guards();
 	if (!*p || strstr(p, "NOTFOUND") || access(p, X_OK)) {
 		printf("test_codegen_ptx_probe: SKIP: ptxas not found (GPUEXT_PTXAS='%s'); install "
 		       "the CUDA toolkit (ptxas in /usr/local/cuda/bin) and re-run cmake\n", p);

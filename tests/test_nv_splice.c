@@ -569,6 +569,38 @@ static void test_details(const struct gx_pack *hand)
 			free(p2);
 		}
 	}
+	/* Site guards: entry sites test block (0,0,0), exit sites warp 0, each skipping the site. */
+	{
+		size_t hl = strlen(hand->ptx) + 64;
+		char *hp = malloc(hl);
+
+		if (hp) {
+			snprintf(hp, hl, "// gpuext-site-guards 2 1 0 0\n%s", hand->ptx);
+			pk = *hand;
+			pk.ptx = hp;
+			pk.ptx_len = strlen(hp);
+			CHECK_EQ_INT(gx_ptx_splice(ptx, len, &pk, &out, &olen, &st, err, sizeof(err)), 0);
+			if (out) {
+				const char *e1 = strstr(out, ".visible .entry edge_one(");
+				const char *site = e1 ? strstr(e1, "// gpuext: entry probe") : NULL;
+
+				/* The block test, its branch past the site, then the site. */
+				CHECK(site && strstr(site, "mov.u32 %gxs_r0, %ctaid.x;") &&
+				      strstr(site, "setp.ne.u32 %gxs_q, %gxs_r0, 0;\n\t@%gxs_q bra $gxs_G1;") <
+				      strstr(site, "// gpuext: gpuext_probe_entry inlined"));
+				CHECK_STR_CONTAINS(out, "$gxs_I1_end:\n\t}\n$gxs_G1:\n");
+				/* 5 exits test warp 0; no entry site tests it; loads and stores test nothing. */
+				CHECK_EQ_INT(count_str(out, "setp.ge.u32 %gxs_q, %gxs_r0, 32;"), 5);
+				CHECK_EQ_INT(count_str(out, "%ctaid.x;\n\tmov.u32 %gxs_r1, %ctaid.y;"), 3);
+				test_checks++;
+				if (!assemble(out, olen, "sm_80", "edge.ptx with site guards"))
+					test_fail(__FILE__, __LINE__, "the guarded splice does not assemble");
+				free(out);
+				out = NULL;
+			}
+			free(hp);
+		}
+	}
 	/* An old module (.version 6.0, sm_52): raised to the pack's 7.8 and sm_75. */
 	{
 		static const char old[] =

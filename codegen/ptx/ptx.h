@@ -211,6 +211,18 @@ enum gpuext_ptx_probe_event {
 };
 
 /*
+ * Site guards, from the section: SEC("probe/<event>/warp0") runs in warp 0
+ * of each block only, "/block0" in block (0,0,0) only, "/first" in warp 0
+ * of block (0,0,0). The probe text says which guards every program of an
+ * event shares ("// gpuext-site-guards E X L S", one mask per event), and
+ * the splicer tests them before the site, ahead of the leader election.
+ */
+#define GPUEXT_PTX_GUARD_WARP0	1u	/* linear thread index in the block < 32 */
+#define GPUEXT_PTX_GUARD_BLOCK0	2u	/* %ctaid == (0,0,0) */
+/* Programs per event in one object. */
+#define GPUEXT_PTX_MAX_PROGS	16
+
+/*
  * The probes of @obj as PTX text to splice into an application's module.
  *
  * Every program in SEC("probe/entry"|"probe/exit"|"probe/load"|"probe/store")

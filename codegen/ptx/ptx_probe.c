@@ -56,6 +56,32 @@ static int probe_event(const char *sec)
 	return -1;
 }
 
+/*
+ * Where a probe runs, declared by its section: "probe/<event>/warp0" runs
+ * only in warp 0 of each block (linear thread index < 32), "/block0" only in
+ * block (0,0,0), "/first" in warp 0 of block (0,0,0); no such word: every
+ * thread that reaches the site. The splicer tests it in the kernel before
+ * the site, ahead of the warp's leader election, so the other warps pay a
+ * compare and a branch (hal/nvidia/ptx_splice.h).
+ */
+static uint32_t probe_guard(const char *sec)
+{
+	const char *g = sec ? strchr(sec + 6, '/') : NULL;
+	size_t n;
+
+	if (!g || strncmp(sec, "probe/", 6))
+		return 0;
+	g++;
+	n = strcspn(g, "/");
+	if (n == 5 && !strncmp(g, "warp0", 5))
+		return GPUEXT_PTX_GUARD_WARP0;
+	if (n == 6 && !strncmp(g, "block0", 6))
+		return GPUEXT_PTX_GUARD_BLOCK0;
+	if (n == 5 && !strncmp(g, "first", 5))
+		return GPUEXT_PTX_GUARD_WARP0 | GPUEXT_PTX_GUARD_BLOCK0;
+	return 0;
+}
+
 static bool starts_with(const char *s, const char *p)
 {
 	return !strncmp(s, p, strlen(p));
@@ -156,7 +182,8 @@ static int link_ir(struct gpuext_runtime *rt, LLVMContextRef ctx, LLVMModuleRef 
  * %globaltimer and %smid are read with inline asm that has no side effect,
  * so an unread one is deleted; the NVVM intrinsics for them are not.
  */
-static int wrapper_ir(size_t *cnt, size_t nprogs, bool per_thread, char **out)
+static int wrapper_ir(size_t *cnt, uint32_t (*guard)[GPUEXT_PTX_MAX_PROGS],
+		      const uint32_t *site, size_t nprogs, bool per_thread, char **out)
 {
 	static const char *const xyz[3] = { "x", "y", "z" };
 	static const struct {
@@ -243,9 +270,24 @@ static int wrapper_ir(size_t *cnt, size_t nprogs, bool per_thread, char **out)
 		  "  %%f_args = getelementptr inbounds i8, ptr %%ctx, i64 %u\n"
 		  "  store i64 %%args, ptr %%f_args, align 8\n",
 		  FIELD(lane_id), FIELD(warp_id), FIELD(sm_id), FIELD(gpu_id), FIELD(args));
-		for (size_t i = 0; i < cnt[e]; i++)
+		/* A program whose section asks for more than the site tests checks the rest itself. */
+		W("  %%gw = icmp ult i32 %%lt4, 32\n"
+		  "  %%gb0 = or i32 %%ctaid_x, %%ctaid_y\n"
+		  "  %%gb1 = or i32 %%gb0, %%ctaid_z\n"
+		  "  %%gb = icmp eq i32 %%gb1, 0\n"
+		  "  %%gwb = and i1 %%gw, %%gb\n");
+		for (size_t i = 0; i < cnt[e]; i++) {
+			uint32_t extra = guard[e][i] & ~site[e];
+			const char *c = extra == (GPUEXT_PTX_GUARD_WARP0 | GPUEXT_PTX_GUARD_BLOCK0) ?
+					"gwb" : extra == GPUEXT_PTX_GUARD_WARP0 ? "gw" : "gb";
+
+			if (extra)
+				W("  br i1 %%%s, label %%p%zu, label %%n%zu\np%zu:\n", c, i, i, i);
 			W("  %%r%zu = call i64 @gpuext_pr_%s_%zu(ptr %%ctx, i64 %zu)\n", i, ev_names[e],
 			  i, sizeof(struct gpuext_probe_ctx));
+			if (extra)
+				W("  br label %%n%zu\nn%zu:\n", i, i);
+		}
 		if (!per_thread)
 			W("  br label %%join\n"
 			  "join:\n"
@@ -269,7 +311,7 @@ static int wrapper_ir(size_t *cnt, size_t nprogs, bool per_thread, char **out)
  * to them).
  */
 static int strip_header(const char *in, size_t n, const char *sm, uint32_t events, uint32_t words,
-			char **text, size_t *len)
+			const uint32_t *site, char **text, size_t *len)
 {
 	char version[16] = "8.0", head[256];
 	size_t hl, o = 0;
@@ -291,10 +333,11 @@ static int strip_header(const char *in, size_t n, const char *sm, uint32_t event
 	hl = (size_t)snprintf(head, sizeof(head),
 			      "// gpuext device probes (codegen/ptx/ptx_probe.c):%s%s%s%s\n"
 			      "// gpuext-ptx-version %s\n// gpuext-ptx-target %s\n"
-			      "// gpuext-ctx-words 0x%08x\n",
+			      "// gpuext-ctx-words 0x%08x\n"
+			      "// gpuext-site-guards %u %u %u %u\n",
 			      events & 1 ? " entry" : "", events & 2 ? " exit" : "",
 			      events & 4 ? " load" : "", events & 8 ? " store" : "", version, sm,
-			      words);
+			      words, site[0], site[1], site[2], site[3]);
 	buf = malloc(hl + n + 1);
 	if (!buf)
 		return -ENOMEM;
@@ -669,6 +712,8 @@ int gpuext_ptx_probe_emit(struct gpuext_object *obj, const char *sm, bool per_th
 {
 	struct gpuext_ptx_diag diag = { .text = "", .error = false };
 	size_t cnt[GPUEXT_PTX_PROBE_NR] = { 0 }, nprogs = 0;
+	uint32_t guard[GPUEXT_PTX_PROBE_NR][GPUEXT_PTX_MAX_PROGS] = { { 0 } }, g;
+	uint32_t site[GPUEXT_PTX_PROBE_NR] = { 3, 3, 3, 3 };
 	struct gpuext_runtime *rt;
 	LLVMTargetMachineRef tm = NULL;
 	LLVMMemoryBufferRef out = NULL;
@@ -711,7 +756,22 @@ int gpuext_ptx_probe_emit(struct gpuext_object *obj, const char *sm, bool per_th
 		err = check_prog(obj, p);
 		if (err)
 			return GPUEXT_ERR(-err);
+		if (cnt[e] == GPUEXT_PTX_MAX_PROGS) {
+			gpuext_log(rt, GPUEXT_LOG_WARN, "ptx: object %s has more than %d probe/%s "
+				   "programs", gpuext_object__name(obj), GPUEXT_PTX_MAX_PROGS,
+				   ev_names[e]);
+			return GPUEXT_ERR(E2BIG);
+		}
+		/* The site tests what every program of the event asks for. */
+		g = probe_guard(gpuext_prog__section(p));
+		guard[e][cnt[e]++] = g;
+		site[e] &= g;
 		nprogs++;
+	}
+	for (int e = 0; e < GPUEXT_PTX_PROBE_NR; e++) {
+		if (!cnt[e])
+			site[e] = 0;
+		cnt[e] = 0;	/* counted again while lifting */
 	}
 	if (!nprogs) {
 		gpuext_log(rt, GPUEXT_LOG_WARN, "ptx: object %s has no SEC(\"probe/...\") program",
@@ -798,7 +858,7 @@ int gpuext_ptx_probe_emit(struct gpuext_object *obj, const char *sm, bool per_th
 	free(ir);
 	ir = NULL;
 	if (!err)
-		err = wrapper_ir(cnt, nprogs, per_thread, &ir);
+		err = wrapper_ir(cnt, guard, site, nprogs, per_thread, &ir);
 	if (!err)
 		err = link_ir(rt, ctx, mod, ir, "probe wrappers");
 	free(ir);
@@ -841,7 +901,7 @@ int gpuext_ptx_probe_emit(struct gpuext_object *obj, const char *sm, bool per_th
 
 		while (n && b[n - 1] == '\0')
 			n--;
-		err = strip_header(b, n, sm, ev, words, text, len);
+		err = strip_header(b, n, sm, ev, words, site, text, len);
 	}
 	if (!err && events)
 		*events = ev;

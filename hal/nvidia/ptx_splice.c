@@ -160,6 +160,7 @@ struct splicer {
 	unsigned long long kid;	/* the kernel being instrumented: its id ... */
 	const char *param0;	/* ... and first parameter's name ("" if none) */
 	struct gx_probe_body body[GX_PROBE_NR];	/* the probe functions, inlined at the sites */
+	uint32_t guard[GX_PROBE_NR];	/* GX_GUARD_* tested before each site of the event */
 	unsigned site_seq;
 	bool probes_declared;
 
@@ -595,6 +596,24 @@ static void emit_site(struct splicer *s, int ev, bool mem, unsigned size)
 	snprintf(regs[4], sizeof(regs[4]), "%%%s_r0", p);
 	for (int i = 0; i < GX_PROBE_NARGS; i++)
 		args[i] = regs[i];
+	/*
+	 * The site guard (sections probe/<event>/warp0|block0|first): threads the
+	 * probes do not run for skip the site, before any leader election. Block
+	 * first: with /first, every block but one leaves after three reads.
+	 */
+	if (s->guard[ev] & GX_GUARD_BLOCK0)
+		oprintf(&s->out, "\tmov.u32 %%%s_r0, %%ctaid.x;\n\tmov.u32 %%%s_r1, %%ctaid.y;\n"
+			"\tor.b32 %%%s_r0, %%%s_r0, %%%s_r1;\n\tmov.u32 %%%s_r1, %%ctaid.z;\n"
+			"\tor.b32 %%%s_r0, %%%s_r0, %%%s_r1;\n\tsetp.ne.u32 %%%s_q, %%%s_r0, 0;\n"
+			"\t@%%%s_q bra $%s_G%u;\n", p, p, p, p, p, p, p, p, p, p, p, p, p,
+			s->site_seq + 1);
+	if (s->guard[ev] & GX_GUARD_WARP0)
+		oprintf(&s->out, "\tmov.u32 %%%s_r0, %%tid.z;\n\tmov.u32 %%%s_r1, %%ntid.y;\n"
+			"\tmov.u32 %%%s_r2, %%tid.y;\n\tmad.lo.u32 %%%s_r0, %%%s_r0, %%%s_r1, %%%s_r2;\n"
+			"\tmov.u32 %%%s_r1, %%ntid.x;\n\tmov.u32 %%%s_r2, %%tid.x;\n"
+			"\tmad.lo.u32 %%%s_r0, %%%s_r0, %%%s_r1, %%%s_r2;\n"
+			"\tsetp.ge.u32 %%%s_q, %%%s_r0, 32;\n\t@%%%s_q bra $%s_G%u;\n",
+			p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, s->site_seq + 1);
 	oprintf(&s->out, "\tmov.u64 %%%s_d, %llu;\n", p, s->kid);
 	if (reads(s, GX_CTX_ARGS, 8) && s->param0[0] && (s->sm >= 70 || s->need_sm >= 70))
 		oprintf(&s->out, "\tmov.u64 %%%s_c, %s;\n\tcvta.param.u64 %%%s_c, %%%s_c;\n",
@@ -614,6 +633,8 @@ static void emit_site(struct splicer *s, int ev, bool mem, unsigned size)
 	}
 	oput(&s->out, text, strlen(text));
 	free(text);
+	if (s->guard[ev])
+		oprintf(&s->out, "$%s_G%u:\n", p, s->site_seq);
 }
 
 /* The entry site, before the kernel's first instruction or label. */
@@ -1310,6 +1331,18 @@ static uint32_t probes_ctx_words(const struct gx_pack *pack)
 	return t ? (uint32_t)strtoul(t + 22, NULL, 16) : UINT32_MAX;
 }
 
+/* "// gpuext-site-guards E X L S": per event, GX_GUARD_* the site tests (absent: none). */
+static void probes_site_guards(const struct gx_pack *pack, uint32_t guards[GX_PROBE_NR])
+{
+	const char *t = pack->ptx ? strstr(pack->ptx, "// gpuext-site-guards ") : NULL;
+	unsigned g[GX_PROBE_NR] = { 0 };
+
+	if (t && sscanf(t + 22, "%u %u %u %u", &g[0], &g[1], &g[2], &g[3]) != GX_PROBE_NR)
+		memset(g, 0, sizeof(g));
+	for (int e = 0; e < GX_PROBE_NR; e++)
+		guards[e] = g[e] & (GX_GUARD_WARP0 | GX_GUARD_BLOCK0);
+}
+
 /* "// gpuext-ptx-target sm_NN" in the probe text: the lowest target it assembles for. */
 static int probes_target(const struct gx_pack *pack)
 {
@@ -1406,6 +1439,7 @@ int gx_ptx_splice(const char *ptx, size_t ptx_len, const struct gx_pack *pack, c
 	s.need_ver = probes_version(pack);
 	s.need_sm = probes_target(pack);
 	s.ctx_words = probes_ctx_words(pack);
+	probes_site_guards(pack, s.guard);
 	for (int e = 0; e < GX_PROBE_NR && !s.rc; e++) {
 		char name[32];
 		int pe;

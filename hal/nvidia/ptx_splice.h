@@ -74,6 +74,15 @@
 #define GX_CTX_ARGS	 ((unsigned)offsetof(struct gpuext_probe_ctx, args))
 #define GX_CTX_BYTES	 ((unsigned)sizeof(struct gpuext_probe_ctx))
 
+/*
+ * Site guards (codegen/ptx/ptx.h GPUEXT_PTX_GUARD_*, from the sections
+ * probe/<event>/warp0|block0|first; "// gpuext-site-guards E X L S" in the
+ * probe text): the splicer tests them before a site, and the threads they
+ * exclude skip it, before any leader election.
+ */
+#define GX_GUARD_WARP0	1u	/* linear thread index in the block < 32 */
+#define GX_GUARD_BLOCK0	2u	/* %ctaid == (0,0,0) */
+
 /* The module global the preload library sets to the device ordinal. */
 #define GX_GPU_ID_SYMBOL "gpuext_rt_gpu_id"
 

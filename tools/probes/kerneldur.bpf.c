@@ -31,7 +31,7 @@ struct {
 	__type(value, struct gx_kdur_state);
 } state SEC(".maps");
 
-SEC("probe/entry")
+SEC("probe/entry/first")
 int kerneldur_entry(struct gpuext_probe_ctx *ctx)
 {
 	__u32 key = ctx->kernel_id % GX_KDUR_KSLOTS;
@@ -47,7 +47,7 @@ int kerneldur_entry(struct gpuext_probe_ctx *ctx)
 	return 0;
 }
 
-SEC("probe/exit")
+SEC("probe/exit/warp0")
 int kerneldur_exit(struct gpuext_probe_ctx *ctx)
 {
 	__u64 blocks = (__u64)ctx->grid_dim[0] * ctx->grid_dim[1] * ctx->grid_dim[2];

@@ -19,7 +19,7 @@ struct {
 	__uint(max_entries, 1 << 22);
 } exits SEC(".maps");
 
-SEC("probe/exit")
+SEC("probe/exit/warp0")
 int kernelretsnoop_exit(struct gpuext_probe_ctx *ctx)
 {
 	struct gx_rec_exit *r;

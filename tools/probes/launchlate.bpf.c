@@ -19,7 +19,7 @@ struct {
 	__uint(max_entries, 1 << 20);
 } starts SEC(".maps");
 
-SEC("probe/entry")
+SEC("probe/entry/first")
 int launchlate_entry(struct gpuext_probe_ctx *ctx)
 {
 	struct gx_rec_start *r;

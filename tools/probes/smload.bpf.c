@@ -16,7 +16,7 @@ struct {
 	__type(value, __u64);
 } blocks SEC(".maps");
 
-SEC("probe/entry")
+SEC("probe/entry/warp0")
 int smload_entry(struct gpuext_probe_ctx *ctx)
 {
 	__u32 key = ctx->sm_id % GX_SMLOAD_SLOTS;

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Site guards for tests/test_codegen_ptx_probe.c: the entry probe runs in
+ * block (0,0,0) only; of the two exit probes, one runs in warp 0 of every
+ * block and one in warp 0 of block (0,0,0), so the exit sites test warp 0
+ * (what both ask) and the second program tests block (0,0,0) itself.
+ */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include "gpuext/probe.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 3);
+	__type(key, __u32);
+	__type(value, __u64);
+} hits SEC(".maps");
+
+static __always_inline void hit(__u32 key)
+{
+	__u64 *n = bpf_map_lookup_elem(&hits, &key);
+
+	if (n)
+		__sync_fetch_and_add(n, 1);
+}
+
+SEC("probe/entry/block0")
+int guard_entry(struct gpuext_probe_ctx *ctx)
+{
+	hit(0);
+	return 0;
+}
+
+SEC("probe/exit/warp0")
+int guard_exit_warp0(struct gpuext_probe_ctx *ctx)
+{
+	hit(1);
+	return 0;
+}
+
+SEC("probe/exit/first")
+int guard_exit_first(struct gpuext_probe_ctx *ctx)
+{
+	hit(2);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";
