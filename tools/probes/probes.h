@@ -48,9 +48,11 @@ struct gx_rec_mem {
 /* kerneldur: log2 buckets of kernel durations in ns; slot per kernel hash. */
 #define GX_KDUR_BUCKETS 64
 #define GX_KDUR_KSLOTS 64
+/* kerneldur: exited blocks are counted in this many groups per kernel slot. */
+#define GX_KDUR_GROUPS 64
 /* kerneldur state[] entry per kernel slot */
 struct gx_kdur_state {
-	__gx_u64 inflight;	/* blocks of the current launch that have exited */
+	__gx_u64 inflight;	/* block groups of the current launch that have completed */
 	__gx_u64 start_ns;	/* entry of block (0,0,0) of the current launch */
 	__gx_u64 kernel_id;
 	__gx_u64 runs;		/* completed kernel runs */
