@@ -619,14 +619,46 @@ static bool is_sreg_read(LLVMValueRef in)
 	       strcmp(n, "llvm.nvvm.read.ptx.sreg.laneid") != 0;
 }
 
+/* Whether @bb lies on a cycle of the CFG (is reachable from its own successors). */
+static bool in_cycle(LLVMBasicBlockRef bb)
+{
+	LLVMBasicBlockRef stack[256], seen[256];
+	size_t sp = 0, ns = 0;
+	LLVMValueRef t = LLVMGetBasicBlockTerminator(bb);
+
+	for (unsigned i = 0; t && i < LLVMGetNumSuccessors(t) && sp < 256; i++)
+		stack[sp++] = LLVMGetSuccessor(t, i);
+	while (sp) {
+		LLVMBasicBlockRef b = stack[--sp];
+		bool dup = false;
+
+		if (b == bb)
+			return true;
+		for (size_t k = 0; k < ns && !dup; k++)
+			dup = seen[k] == b;
+		if (dup)
+			continue;
+		if (ns == 256)
+			return true;	/* too big to tell: say yes, nothing moves */
+		seen[ns++] = b;
+		t = LLVMGetBasicBlockTerminator(b);
+		for (unsigned i = 0; t && i < LLVMGetNumSuccessors(t); i++) {
+			if (sp == 256)
+				return true;
+			stack[sp++] = LLVMGetSuccessor(t, i);
+		}
+	}
+	return false;
+}
+
 /*
  * The wrapper reads every special register the probes use at its top, where
  * it fills the context, and O2 leaves them there: a probe that returns at
  * once for most warps ("warp_id != 0") would still read %globaltimer in all
  * of them (GPU run 5, H100: launchlate, which returns at once in all blocks
  * but one, cost 2.6x on a stencil, against 1.14x for smload). Each such read
- * whose users all sit in one basic block moves to just before the first of
- * them, past the early exits. Returns how many moved.
+ * whose users all sit in one basic block outside any loop moves to just
+ * before the first of them, past the early exits. Returns how many moved.
  */
 static unsigned sink_sreg_reads(LLVMModuleRef mod, LLVMContextRef ctx)
 {
@@ -654,7 +686,8 @@ static unsigned sink_sreg_reads(LLVMModuleRef mod, LLVMContextRef ctx)
 						ub = LLVMGetInstructionParent(user);
 					one = ub == LLVMGetInstructionParent(user);
 				}
-				if (!one || !ub || ub == bb)
+				/* Not into a loop: a probe sees one timer value however often it reads it. */
+				if (!one || !ub || ub == bb || in_cycle(ub))
 					continue;
 				for (LLVMValueRef x = LLVMGetFirstInstruction(ub); x && !first;
 				     x = LLVMGetNextInstruction(x))
