@@ -131,6 +131,7 @@ for a in vecadd gemm reduce multistream graph; do build_app "$a" "$src/$a.cu" ||
 build_app vecadd_shared -cudart shared "$src/vecadd.cu" || fails=$((fails + 1))
 build_app nvrtc_saxpy "$src/nvrtc_saxpy.cu" -lnvrtc -lcuda || fails=$((fails + 1))
 build_app ptxload "$src/ptxload.cu" -lcuda || fails=$((fails + 1))
+build_app multigpu "$src/multigpu.cu" || fails=$((fails + 1))
 nvcc -ptx -arch=compute_80 -o "$apps/ptxkern.ptx" "$src/ptxkern.cu" >>"$logs/nvcc.log" 2>&1 ||
   fails=$((fails + 1))
 if [ "$fails" -gt 0 ]; then say "$fails app builds failed"; fi
@@ -241,6 +242,19 @@ for p in "vecadd th_vecadd" "vecadd_odd th_vecadd_odd" "vecadd_shared th_shared"
   set -- $p
   [ -f "$logs/$2.log" ] && check same "same_$2" "$logs/base_$1.log" "$logs/$2.log"
 done
+
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+if [ "${ngpu:-0}" -ge 2 ]; then
+  say "several GPUs in one process ($ngpu): records tagged per GPU, counters summed over GPUs"
+  base multigpu "$apps/multigpu" 100000
+  traced rs_multigpu kernelretsnoop --interval 0 --out "$logs/rs_multigpu.csv" -- "$apps/multigpu" 100000 &&
+    check multigpu rs_multigpu "$logs/rs_multigpu.log" "$logs/rs_multigpu.csv"
+  traced th_multigpu threadhist --per-thread --interval 0 --out "$logs/th_multigpu.csv" -- "$apps/multigpu" 100000 &&
+    check threadhist th_multigpu_perthread "$logs/th_multigpu.log" "$logs/th_multigpu.csv" thread &&
+    check same same_th_multigpu "$logs/base_multigpu.log" "$logs/th_multigpu.log"
+else
+  say "one GPU here: the several-GPU checks (tools/gpu/apps/multigpu.cu) need two or more"
+fi
 
 say "a framework kernel whose module carries PTX"
 if python3 "$src/cupy_ptx.py" 50000 >"$logs/base_cupy.log" 2>&1; then

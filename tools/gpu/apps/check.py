@@ -149,6 +149,21 @@ def c_kerneldur(name, log, out, kernel):
     return result(name, ok, f"{runs} run(s), device {dev_ms:.4f} ms vs cudaEvent {ev_ms:.4f} ms")
 
 
+def c_multigpu(name, log, out):
+    """kernelretsnoop on every GPU at once: per GPU ordinal, one exit per block launched there
+    (the GT device lines), every block index once: records tagged with the right GPU."""
+    want = {int(kv["gpu"]): int(kv["blocks"]) for w, kv in gt(log) if w == "device"}
+    rows = [r for r in csv_rows(out) if "mg_add" in r[0]]
+    got, seen = {}, {}
+    for r in rows:
+        g = int(r[5])
+        got[g] = got.get(g, 0) + 1
+        seen.setdefault(g, set()).add((r[1], r[2], r[3]))
+    ok = len(want) >= 2 and got == want and all(len(seen[g]) == want[g] for g in want)
+    return result(name, ok, "exits per GPU " + ", ".join(
+        f"gpu{g}: {got.get(g, 0)} of {want[g]} ({len(seen.get(g, ()))} distinct)" for g in sorted(want)))
+
+
 def c_same(name, base, traced):
     a = gt_one(base, "result")
     b = gt_one(traced, "result")
@@ -176,6 +191,8 @@ def main(argv):
         return c_kerneldur(*a)
     if c == "same":
         return c_same(*a)
+    if c == "multigpu":
+        return c_multigpu(*a)
     print(f"check.py: unknown check {c}")
     return 2
 
