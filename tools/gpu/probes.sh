@@ -18,7 +18,9 @@
 #                                   replays in gpuext sim), block exits inside the kernel's
 #                                   %globaltimer bounds, launch latency in (0, 10 ms), blocks per
 #                                   SM sum to the blocks launched, device kernel durations <= the
-#                                   cudaEvent time, and every app's result unchanged; then the
+#                                   cudaEvent time, with 2+ GPUs exits per GPU ordinal == the
+#                                   blocks launched there (multigpu.cu), and every app's result
+#                                   unchanged; then the
 #                                   benchmark unless GPUEXT_NO_BENCH=1 (or GPUEXT_PROBES_NO_BENCH=1).
 #
 # Call it on the device with the bundle carried:
