@@ -175,9 +175,13 @@ static int link_ir(struct gpuext_runtime *rt, LLVMContextRef ctx, LLVMModuleRef 
  * O2 the alloca is gone (SROA): a field no probe reads is never computed, one
  * it reads is computed where it is read, and a probe whose first test is
  * "warp_id != 0: return" costs that test and nothing more. The kernel side of
- * a site is a call with five arguments, nothing in local memory (GPU run 4:
- * the context the splicer stored in local memory at every site cost 1.4-4.8x
- * on kernels where the probes returned at once).
+ * a site is the five arguments in registers and this function's body, which
+ * the splicer inlines (hal/nvidia/ptx_inline.c); nothing in local memory (GPU
+ * run 4: the context the splicer stored in local memory at every site cost
+ * 1.4-4.8x on kernels where the probes returned at once). Programs whose
+ * section names a guard (probe/<event>/warp0|block0|first) are skipped by the
+ * site for the other threads; one that asks for more than its event's sites
+ * test checks the rest here.
  *
  * %globaltimer and %smid are read with inline asm that has no side effect,
  * so an unread one is deleted; the NVVM intrinsics for them are not.
