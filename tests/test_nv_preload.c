@@ -756,6 +756,18 @@ static const char pack_ptx[] =
 	".func gpuext_probe_entry(.param .b64 k, .param .b64 g, .param .b64 a, "
 	".param .b64 v, .param .b32 s)\n{\n\tret;\n}\n";
 
+/* Removes a test's scratch directory, unless GPUEXT_KEEP_TMP asks to keep it. */
+static void remove_tmp(const char *tmp)
+{
+	char cmd[700];
+
+	if (getenv("GPUEXT_KEEP_TMP"))
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tmp);
+}
+
 static char *slurp(const char *path, size_t *len)
 {
 	char *buf = NULL;
@@ -1012,13 +1024,7 @@ out:
 	unsetenv("GPUEXT_NV_MIRROR_MS");
 	unsetenv("FAKEAPP_MODE");
 	gpuext_runtime__free(rt);
-	if (!getenv("GPUEXT_KEEP_TMP")) {
-		char cmd[700];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-		if (system(cmd) != 0)
-			fprintf(stderr, "could not remove %s\n", tmp);
-	}
+	remove_tmp(tmp);
 }
 
 static void kernel_line(char *buf, size_t len, pid_t pid, const char *status, const char *name)
@@ -1312,13 +1318,7 @@ static void test_e2e(void)
 out:
 	gpuext_ringbuf_consumer__free(cons);
 	gpuext_runtime__free(rt);
-	if (!getenv("GPUEXT_KEEP_TMP")) {
-		char cmd[700];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-		if (system(cmd) != 0)
-			fprintf(stderr, "could not remove %s\n", tmp);
-	}
+	remove_tmp(tmp);
 }
 #endif
 
