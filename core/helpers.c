@@ -258,6 +258,28 @@ static uint64_t h_dev_globaltimer(struct gpuext_exec *ex, uint64_t a1, uint64_t 
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* A warp of one lane (lane 0): the vote is the lane's own predicate. */
+static uint64_t h_dev_ballot(struct gpuext_exec *ex, uint64_t a1, uint64_t a2, uint64_t a3,
+			     uint64_t a4, uint64_t a5)
+{
+	(void)ex; (void)a2; (void)a3; (void)a4; (void)a5;
+	return a1 != 0;
+}
+
+static uint64_t h_dev_first(struct gpuext_exec *ex, uint64_t a1, uint64_t a2, uint64_t a3,
+			    uint64_t a4, uint64_t a5)
+{
+	(void)ex; (void)a2; (void)a3; (void)a4; (void)a5;
+	return a1;
+}
+
+static uint64_t h_dev_shfl(struct gpuext_exec *ex, uint64_t a1, uint64_t a2, uint64_t a3,
+			   uint64_t a4, uint64_t a5)
+{
+	(void)ex; (void)a3; (void)a4; (void)a5;
+	return a2 == 0 ? a1 : 0;
+}
+
 #define DEV_HELPER(id_, name_, fn_, flags_)                                               \
 	{ GPUEXT_FUNC_HELPER, id_, name_, fn_, GPUEXT_RET_INTEGER, { GPUEXT_ARG_NONE },   \
 	  GPUEXT_FN_DEVICE_ONLY | (flags_) }
@@ -271,6 +293,17 @@ static const struct gpuext_func_proto dev_helpers[] = {
 	DEV_HELPER(GPUEXT_FUNC_get_thread_id, "gpuext_get_thread_id", h_dev_zero,
 		   GPUEXT_FN_DIVERGENT_RET),
 	DEV_HELPER(GPUEXT_FUNC_get_block_id, "gpuext_get_block_id", h_dev_zero, 0),
+	/* warp collectives: under warp-uniform control only (the verifier checks) */
+	{ GPUEXT_FUNC_HELPER, GPUEXT_FUNC_warp_ballot, "gpuext_warp_ballot", h_dev_ballot,
+	  GPUEXT_RET_INTEGER, { GPUEXT_ARG_SCALAR },
+	  GPUEXT_FN_DEVICE_ONLY | GPUEXT_FN_WARP_COLLECTIVE | GPUEXT_FN_UNIFORM_RET },
+	{ GPUEXT_FUNC_HELPER, GPUEXT_FUNC_warp_first, "gpuext_warp_first", h_dev_first,
+	  GPUEXT_RET_INTEGER, { GPUEXT_ARG_SCALAR },
+	  GPUEXT_FN_DEVICE_ONLY | GPUEXT_FN_WARP_COLLECTIVE | GPUEXT_FN_UNIFORM_RET },
+	/* the result is uniform only when the source lane is: left to the argument rule */
+	{ GPUEXT_FUNC_HELPER, GPUEXT_FUNC_warp_shfl, "gpuext_warp_shfl", h_dev_shfl,
+	  GPUEXT_RET_INTEGER, { GPUEXT_ARG_SCALAR, GPUEXT_ARG_SCALAR },
+	  GPUEXT_FN_DEVICE_ONLY | GPUEXT_FN_WARP_COLLECTIVE },
 };
 
 int gpuext_register_std_helpers(struct gpuext_runtime *rt)

@@ -777,7 +777,8 @@ static bool states_cover(struct verifier *v, const struct vstate *o, const struc
 		}
 	}
 	for (int i = 0; i < o->nrefs; i++)
-		if (!id_match(&m, o->refs[i] + 0x80000000u, c->refs[i] + 0x80000000u))
+		if (!id_match(&m, o->refs[i] + 0x80000000u, c->refs[i] + 0x80000000u) ||
+		    o->refdiv[i] != c->refdiv[i])
 			return false;
 	return true;
 }

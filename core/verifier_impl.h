@@ -136,6 +136,7 @@ struct vstate {
 	struct vframe *frames[GPUEXT_MAX_CALL_FRAMES];
 	int curframe;
 	uint32_t refs[VMAX_REFS];	/* acquired, not yet released */
+	uint8_t refdiv[VMAX_REFS];	/* ndiverge when each was acquired */
 	int nrefs;
 	/* SIMT: reconvergence points of the divergent branches we are inside. */
 	uint32_t diverge[VMAX_DIVERGE];

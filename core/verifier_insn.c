@@ -842,6 +842,7 @@ static void drop_ref(struct vstate *st, uint32_t ref)
 {
 	for (int i = 0; i < st->nrefs; i++) {
 		if (st->refs[i] == ref) {
+			st->refdiv[i] = st->refdiv[st->nrefs - 1];
 			st->refs[i] = st->refs[--st->nrefs];
 			return;
 		}
@@ -924,6 +925,13 @@ static int do_jcond(struct verifier *v, struct vstate *st, const struct bpf_insn
 			if (divergent) {
 				push_divergence(v, other);
 				push_divergence(v, st);
+			}
+			if (ref) { /* the record lives on the non-NULL side: finish it there */
+				struct vstate *keep = op == BPF_JEQ ? st : other;
+
+				for (int i = 0; i < keep->nrefs; i++)
+					if (keep->refs[i] == ref)
+						keep->refdiv[i] = (uint8_t)keep->ndiverge;
 			}
 			st->pc = fall;
 			return 0;
@@ -1062,6 +1070,7 @@ static void release_ref(struct vstate *st, uint32_t ref)
 {
 	for (int i = 0; i < st->nrefs; i++) {
 		if (st->refs[i] == ref) {
+			st->refdiv[i] = st->refdiv[st->nrefs - 1];
 			st->refs[i] = st->refs[--st->nrefs];
 			break;
 		}
@@ -1085,7 +1094,7 @@ static int call_helper(struct verifier *v, struct vstate *st, const struct bpf_i
 	struct gpuext_map *map = NULL;
 	uint64_t alloc_size = 0;
 	uint32_t release = 0;
-	bool any_div = false;
+	bool any_div = false, arg_div[5] = { false };
 	int err;
 
 	if (!p)
@@ -1101,11 +1110,25 @@ static int call_helper(struct verifier *v, struct vstate *st, const struct bpf_i
 					"call warp-collective helpers outside lane-dependent branches",
 					"%s is warp-collective but called under divergent control flow",
 					p->name);
-		if (p->id == BPF_FUNC_ringbuf_submit || p->id == BPF_FUNC_ringbuf_output ||
-		    p->id == BPF_FUNC_ringbuf_discard)
-			return v_reject(v, st, GPUEXT_RULE_DIVERGENT_SUBMIT,
-					"reserve and submit ring-buffer records under warp-uniform control",
-					"%s under divergent control flow", p->name);
+		/*
+		 * A record is finished under the control it was reserved under:
+		 * one reserved by all lanes is not submitted by some and discarded
+		 * by others; one a lane reserved inside its own branch (a leader
+		 * writing for its warp) may be submitted there. bpf_ringbuf_output
+		 * reserves and submits at once, so it is always allowed.
+		 */
+		if (p->id == BPF_FUNC_ringbuf_submit || p->id == BPF_FUNC_ringbuf_discard) {
+			int depth = -1;
+
+			for (int i = 0; i < st->nrefs; i++)
+				if (st->refs[i] == R(st, 1)->ref_id)
+					depth = st->refdiv[i];
+			if (depth >= 0 && st->ndiverge > depth)
+				return v_reject(v, st, GPUEXT_RULE_DIVERGENT_SUBMIT,
+						"submit or discard a ring-buffer record under the control flow it was reserved under",
+						"%s under divergent control flow the reserve was not under",
+						p->name);
+		}
 	}
 	for (int a = 0; a < 5 && p->args[a] != GPUEXT_ARG_NONE; a++) {
 		int regno = a + 1;
@@ -1114,6 +1137,7 @@ static int call_helper(struct verifier *v, struct vstate *st, const struct bpf_i
 		if ((err = need_init(v, st, regno)))
 			return err;
 		any_div |= r->divergent;
+		arg_div[a] = r->divergent;
 		switch (p->args[a]) {
 		case GPUEXT_ARG_ANYTHING:
 			break;
@@ -1255,6 +1279,11 @@ static int call_helper(struct verifier *v, struct vstate *st, const struct bpf_i
 	case GPUEXT_RET_INTEGER:
 		set_scalar_unknown(r0);
 		r0->divergent = any_div || (p->flags & GPUEXT_FN_DIVERGENT_RET);
+		/* a vote gives every lane the same answer; a shuffle too, from one source lane */
+		if (p->flags & GPUEXT_FN_UNIFORM_RET)
+			r0->divergent = false;
+		if (kind == GPUEXT_FUNC_HELPER && p->id == GPUEXT_FUNC_warp_shfl)
+			r0->divergent = arg_div[1];
 		break;
 	case GPUEXT_RET_MAP_VALUE_OR_NULL:
 		memset(r0, 0, sizeof(*r0));
@@ -1285,6 +1314,7 @@ static int call_helper(struct verifier *v, struct vstate *st, const struct bpf_i
 		r0->ref_id = v->next_id++;
 		r0->divergent = any_div;
 		scalar_const(&r0->s, 0);
+		st->refdiv[st->nrefs] = (uint8_t)st->ndiverge;
 		st->refs[st->nrefs++] = r0->ref_id;
 		break;
 	}

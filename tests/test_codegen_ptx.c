@@ -276,6 +276,14 @@ static void test_helpers(void)
 		CALL(BPF_FUNC_get_smp_processor_id), INSN(BPF_ALU64 | BPF_ADD | BPF_X, 6, 0, 0, 0),
 		CALL(BPF_FUNC_get_prandom_u32), INSN(BPF_ALU64 | BPF_ADD | BPF_X, 0, 6, 0, 0), EXIT,
 	};
+	const struct bpf_insn votes[] = {
+		MOV64_IMM(1, 5), CALL(GPUEXT_FUNC_warp_ballot), INSN(BPF_ALU64 | BPF_MOV | BPF_X, 6, 0, 0, 0),
+		MOV64_IMM(1, 7), CALL(GPUEXT_FUNC_warp_first), INSN(BPF_ALU64 | BPF_ADD | BPF_X, 6, 0, 0, 0),
+		MOV64_IMM(1, 9), MOV64_IMM(2, 0), CALL(GPUEXT_FUNC_warp_shfl),
+		INSN(BPF_ALU64 | BPF_ADD | BPF_X, 6, 0, 0, 0),
+		MOV64_IMM(1, 11), MOV64_IMM(2, 40), CALL(GPUEXT_FUNC_warp_shfl),
+		INSN(BPF_ALU64 | BPF_ADD | BPF_X, 0, 6, 0, 0), EXIT,
+	};
 	const struct bpf_insn printk[] = {
 		MOV64_IMM(1, 0), INSN(BPF_STX | BPF_MEM | BPF_DW, 10, 1, -8, 0),
 		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 1, 10, 0, 0), INSN(BPF_ALU64 | BPF_ADD | BPF_K, 1, 0, 0, -8),
@@ -321,6 +329,29 @@ static void test_helpers(void)
 			CHECK_STR_CONTAINS(t, "%smid");
 			CHECK_STR_CONTAINS(t, "%clock64");
 			CHECK(run_ptxas(t, strlen(t), "sm_80", "helpers", NULL, 0));
+		}
+		free(t);
+		gpuext_prog__free(prog);
+		prog = NULL;
+	}
+	/*
+	 * Warp votes: ballot(5) + first(7) + shfl(9, lane 0) + shfl(11, lane 40).
+	 * On the host a warp is lane 0 alone: 1 + 7 + 9 + 0 = 17.
+	 */
+	CHECK_EQ_INT(gpuext_prog__new(rt, "votes", votes, sizeof(votes) / sizeof(votes[0]),
+				      NULL, 0, &prog), 0);
+	if (prog) {
+		GPUEXT_OPTS(gpuext_run_opts, ro);
+		uint64_t r0 = 0;
+
+		CHECK_EQ_INT(gpuext_prog__run(prog, &ro, &r0), 0);
+		CHECK_EQ_U64(r0, 17);
+		t = emit(prog, "sm_80", true);
+		if (t) {
+			CHECK_STR_CONTAINS(t, "vote.sync.ballot.b32");
+			CHECK_STR_CONTAINS(t, "activemask.b32");
+			CHECK_STR_CONTAINS(t, "shfl.sync.idx.b32");
+			CHECK(run_ptxas(t, strlen(t), "sm_80", "votes", NULL, 0));
 		}
 		free(t);
 		gpuext_prog__free(prog);

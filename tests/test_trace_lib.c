@@ -318,6 +318,47 @@ static void test_memtrace_to_sim(void)
 	CHECK_STR_CONTAINS(err, "no accesses");
 }
 
+static void test_mem_expand(void)
+{
+	struct gx_rec_mem out[32];
+	/* a coalesced warp with lanes 3 and 30 idle, relative to its first lane */
+	struct gx_rec_mem w = { .addr = 0x1000, .kernel_id = 7, .size = 4, .flags = GX_MEM_STORE,
+				.block = 9, .thread = 64, .lanes = 0xbffffff7u, .stride = 4 };
+	size_t n = trace_mem_expand(&w, out);
+
+	CHECK_EQ_INT(n, 30);
+	CHECK_EQ_U64(out[0].addr, 0x1000);
+	CHECK_EQ_INT(out[0].thread, 64);
+	CHECK_EQ_U64(out[2].addr, 0x1008);
+	CHECK_EQ_U64(out[3].addr, 0x1010);	/* lane 3 skipped */
+	CHECK_EQ_INT(out[3].thread, 68);
+	CHECK_EQ_U64(out[29].addr, 0x1000 + 31 * 4);
+	CHECK_EQ_INT(out[29].thread, 95);
+	for (size_t i = 0; i < n; i++) {
+		CHECK_EQ_INT(out[i].lanes, 1);
+		CHECK_EQ_INT(out[i].stride, 0);
+		CHECK_EQ_INT(out[i].block, 9);
+		CHECK_EQ_INT(out[i].flags, GX_MEM_STORE);
+		CHECK_EQ_U64(out[i].kernel_id, 7);
+	}
+	/* a negative stride: lanes walking down */
+	w.lanes = 0x5;
+	w.stride = (uint32_t)-256;
+	CHECK_EQ_INT(trace_mem_expand(&w, out), 2);
+	CHECK_EQ_U64(out[1].addr, 0x1000 - 512);
+	CHECK_EQ_INT(out[1].thread, 66);
+	/* one lane alone */
+	w.lanes = 1;
+	w.stride = 0;
+	CHECK_EQ_INT(trace_mem_expand(&w, out), 1);
+	CHECK_EQ_U64(out[0].addr, 0x1000);
+	/* no first lane: not a record memtrace writes */
+	w.lanes = 0;
+	CHECK_EQ_INT(trace_mem_expand(&w, out), 0);
+	w.lanes = 6;
+	CHECK_EQ_INT(trace_mem_expand(&w, out), 0);
+}
+
 static void test_pack(void)
 {
 	GPUEXT_OPTS(gpuext_runtime_opts, ro, .publish_maps = true);
@@ -413,6 +454,7 @@ int main(void)
 	test_smload();
 	test_kernels();
 	test_memtrace_to_sim();
+	test_mem_expand();
 	test_pack();
 	return test_done("test_trace_lib");
 }

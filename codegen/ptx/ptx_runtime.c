@@ -20,7 +20,8 @@
 #include "ptx/ptx.h"
 #include "ptx/ptx_impl.h"
 
-_Static_assert(GPUEXT_FUNC_get_globaltimer == 4352 && GPUEXT_FUNC_get_block_id == 4357,
+_Static_assert(GPUEXT_FUNC_get_globaltimer == 4352 && GPUEXT_FUNC_get_block_id == 4357 &&
+	       GPUEXT_FUNC_warp_ballot == 4358 && GPUEXT_FUNC_warp_shfl == 4360,
 	       "device helper ids as the IR below spells them");
 /* The IR below hard-codes these (linux/bpf.h); a change would be an ABI break. */
 _Static_assert(BPF_MAP_TYPE_ARRAY == 2, "array map type");
@@ -530,6 +531,47 @@ static const char rt_common[] =
 	"define i64 @gpuext_rt_helper_4357(i64 %a1, i64 %a2, i64 %a3, i64 %a4, i64 %a5) {\n"
 	"  %b = call i32 @gx.block_id()\n"
 	"  %r = zext i32 %b to i64\n"
+	"  ret i64 %r\n"
+	"}\n"
+	/* Warp collectives over the lanes calling together (activemask). */
+	"declare i32 @llvm.nvvm.vote.ballot.sync(i32, i1)\n"
+	"define internal i64 @gx.shfl64(i32 %m, i64 %v, i32 %src) {\n"
+	"  %lo = trunc i64 %v to i32\n"
+	"  %h = lshr i64 %v, 32\n"
+	"  %hi = trunc i64 %h to i32\n"
+	"  %slo = call i32 @llvm.nvvm.shfl.sync.idx.i32(i32 %m, i32 %lo, i32 %src, i32 31)\n"
+	"  %shi = call i32 @llvm.nvvm.shfl.sync.idx.i32(i32 %m, i32 %hi, i32 %src, i32 31)\n"
+	"  %a = zext i32 %slo to i64\n"
+	"  %b0 = zext i32 %shi to i64\n"
+	"  %b = shl i64 %b0, 32\n"
+	"  %r = or i64 %b, %a\n"
+	"  ret i64 %r\n"
+	"}\n"
+	"define i64 @gpuext_rt_helper_4358(i64 %a1, i64 %a2, i64 %a3, i64 %a4, i64 %a5) {\n"
+	"  %act = call i32 @llvm.nvvm.activemask()\n"
+	"  %p = icmp ne i64 %a1, 0\n"
+	"  %b = call i32 @llvm.nvvm.vote.ballot.sync(i32 %act, i1 %p)\n"
+	"  %r = zext i32 %b to i64\n"
+	"  ret i64 %r\n"
+	"}\n"
+	"define i64 @gpuext_rt_helper_4359(i64 %a1, i64 %a2, i64 %a3, i64 %a4, i64 %a5) {\n"
+	"  %act = call i32 @llvm.nvvm.activemask()\n"
+	"  %lead = call i32 @llvm.cttz.i32(i32 %act, i1 true)\n"
+	"  %r = call i64 @gx.shfl64(i32 %act, i64 %a1, i32 %lead)\n"
+	"  ret i64 %r\n"
+	"}\n"
+	/* A source lane that is not active (or past 31) gives 0, not whatever shfl read. */
+	"define i64 @gpuext_rt_helper_4360(i64 %a1, i64 %a2, i64 %a3, i64 %a4, i64 %a5) {\n"
+	"  %act = call i32 @llvm.nvvm.activemask()\n"
+	"  %l = trunc i64 %a2 to i32\n"
+	"  %l31 = and i32 %l, 31\n"
+	"  %v = call i64 @gx.shfl64(i32 %act, i64 %a1, i32 %l31)\n"
+	"  %inr = icmp ult i64 %a2, 32\n"
+	"  %bit = shl i32 1, %l31\n"
+	"  %on = and i32 %act, %bit\n"
+	"  %live = icmp ne i32 %on, 0\n"
+	"  %ok = and i1 %inr, %live\n"
+	"  %r = select i1 %ok, i64 %v, i64 0\n"
 	"  ret i64 %r\n"
 	"}\n";
 

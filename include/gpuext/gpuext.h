@@ -188,6 +188,8 @@ enum gpuext_func_kind {
 #define GPUEXT_FN_DEVICE_ONLY     (1u << 1)
 #define GPUEXT_FN_HOST_ONLY       (1u << 2)
 #define GPUEXT_FN_DIVERGENT_RET   (1u << 3) /* device: returns a per-lane value (lane/thread id) */
+#define GPUEXT_FN_UNIFORM_RET     (1u << 4) /* device: same result on every lane, even from
+					     * per-lane arguments (a warp vote) */
 
 /*
  * Device-only helpers every runtime declares (call src=0, imm = id), so the
@@ -203,6 +205,14 @@ enum gpuext_dev_helper {
 	GPUEXT_FUNC_get_lane_id = 0x1103,	/* %laneid (per lane) */
 	GPUEXT_FUNC_get_thread_id = 0x1104,	/* linear thread index in the block (per lane) */
 	GPUEXT_FUNC_get_block_id = 0x1105,	/* linear block index in the grid */
+	/*
+	 * Warp collectives over the lanes that call together (the active
+	 * lanes; in warp mode the leader alone). The verifier requires them
+	 * outside lane-dependent branches. On the host a warp is one lane, lane 0.
+	 */
+	GPUEXT_FUNC_warp_ballot = 0x1106,	/* (pred): bit n set = lane n is active and pred != 0 */
+	GPUEXT_FUNC_warp_first = 0x1107,	/* (v): v of the lowest active lane */
+	GPUEXT_FUNC_warp_shfl = 0x1108,		/* (v, lane): v of that lane; 0 if it is not active */
 };
 
 struct gpuext_func_proto {

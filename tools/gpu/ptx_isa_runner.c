@@ -138,8 +138,8 @@ static const char *nondeterministic(const struct isa_case_env *env)
 		case BPF_FUNC_get_prandom_u32: return "bpf_get_prandom_u32 has its own generator on a GPU";
 		case BPF_FUNC_get_smp_processor_id: return "bpf_get_smp_processor_id is the SM id on a GPU";
 		default:
-			if (in->imm >= GPUEXT_FUNC_get_globaltimer && in->imm <= GPUEXT_FUNC_get_block_id)
-				return "a gpuext device helper (ids, timers)";
+			if (in->imm >= GPUEXT_FUNC_get_globaltimer && in->imm <= GPUEXT_FUNC_warp_shfl)
+				return "a gpuext device helper (ids, timers, warp votes)";
 		}
 	}
 	return NULL;

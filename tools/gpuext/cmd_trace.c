@@ -97,6 +97,7 @@ struct tracer {
 	int nrb;
 	struct vec recs;	/* tool records (gx_rec_exit/start/mem) */
 	uint64_t dropped_local;	/* records over MEMTRACE_MAX_KEEP or of a wrong size */
+	uint64_t malformed;	/* memtrace records with no first lane (trace_mem_expand) */
 	size_t shown;		/* snoop: records already printed */
 	uint64_t t0_ns;		/* first timestamp seen (snoop lines are relative to it) */
 	bool per_thread;
@@ -374,8 +375,17 @@ static int on_record(void *user, const void *data, size_t size)
 		t->dropped_local++;
 		return 0;
 	}
-	if (t->kind == T_MEMTRACE && t->recs.n >= MEMTRACE_MAX_KEEP) {
-		t->dropped_local++;
+	if (t->kind == T_MEMTRACE) {
+		struct gx_rec_mem w, one[32];
+		size_t n;
+
+		memcpy(&w, data, sizeof(w));
+		n = trace_mem_expand(&w, one);
+		if (!n)
+			t->malformed++;
+		for (size_t i = 0; i < n; i++)
+			if (t->recs.n >= MEMTRACE_MAX_KEEP || vec_push(&t->recs, &one[i]))
+				t->dropped_local++;
 		return 0;
 	}
 	if (vec_push(&t->recs, data))
@@ -648,6 +658,8 @@ static void show_memtrace(struct tracer *t, FILE *f, bool final)
 		fprintf(f, ", addresses 0x%" PRIx64 "..0x%" PRIx64, lo, hi);
 	if (t->dropped_local)
 		fprintf(f, ", %" PRIu64 " not kept", t->dropped_local);
+	if (t->malformed)
+		fprintf(f, ", %" PRIu64 " malformed records (no first lane) skipped", t->malformed);
 	fprintf(f, "\n");
 	(void)final;
 }

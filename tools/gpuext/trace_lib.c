@@ -563,6 +563,26 @@ const char *trace_kernel_name(const struct trace_kernel *k, size_t n, uint64_t i
 
 /* ---- memtrace -> simulator trace ------------------------------------------- */
 
+size_t trace_mem_expand(const struct gx_rec_mem *w, struct gx_rec_mem out[32])
+{
+	int64_t stride = (int32_t)w->stride;
+	size_t n = 0;
+
+	if (!(w->lanes & 1))
+		return 0;
+	for (uint32_t i = 0; i < 32; i++) {
+		if (!(w->lanes >> i & 1))
+			continue;
+		out[n] = *w;
+		out[n].addr = w->addr + (uint64_t)((int64_t)i * stride);
+		out[n].thread = w->thread + i;
+		out[n].lanes = 1;
+		out[n].stride = 0;
+		n++;
+	}
+	return n;
+}
+
 #define BLOCK_SHIFT 21
 
 static int u64_cmp(const void *a, const void *b)

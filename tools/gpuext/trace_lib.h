@@ -133,7 +133,17 @@ const char *trace_kernel_name(const struct trace_kernel *k, size_t n, uint64_t i
 /* ---- memtrace -> simulator trace ------------------------------------------- */
 
 /*
- * Turns memtrace records into a simulator trace of process @tgid: ranges are
+ * One memtrace ring record (a warp's accesses, probes.h) -> its single
+ * accesses in lane order, each with lanes = 1 and stride = 0, into @out (room
+ * for 32). Returns how many, or 0 for a record that cannot be one (lanes
+ * empty, bit 0 clear: the first lane is the record's own).
+ */
+size_t trace_mem_expand(const struct gx_rec_mem *w, struct gx_rec_mem out[32]);
+
+
+/*
+ * Turns single accesses (trace_mem_expand()'s output; lanes and stride are
+ * ignored) into a simulator trace of process @tgid: ranges are
  * the 2 MiB blocks the accesses touch, merged where contiguous; each access
  * becomes {va, tgid, kernel, is_write} where kernel numbers the kernels in
  * order of first appearance (the simulator's "launch index", < 65536). 0 or

@@ -3,14 +3,22 @@
  * memtrace: every global load and store, with its real address.
  *
  * After each global load/store the splicer calls these probes with the
- * address the thread accessed (ctx->addr, per lane) and the access size. Each
- * thread writes one record {address, size, load/store, kernel, block, thread}
- * to the `accesses` ring buffer, so run it with --per-thread (gpuext trace
- * does that for memtrace by default): in warp mode only the leader's address
- * would be recorded. `gpuext trace memtrace --out FILE` writes the accesses in
- * the simulator's trace format (hal/sim/trace_io.h), so `gpuext sim --trace
- * FILE` replays what a real GPU did. A full ring buffer drops records and the
- * drops are counted and reported.
+ * address the thread accessed (ctx->addr, per lane) and the access size.
+ * Run it with --per-thread (gpuext trace does that for memtrace by default):
+ * in warp mode only the leader's address would be recorded.
+ *
+ * One record per warp when it can: the lanes vote (gpuext_warp_ballot) on
+ * whether their addresses are affine in the lane number, addr = first lane's
+ * + (lane - first) x stride, where the stride is the second lane's distance
+ * (or the access size when the next lane is idle). If all agree, the lowest
+ * lane writes one record {address, stride, lane mask, size, load/store,
+ * kernel, block, first thread}; a coalesced warp then costs one 48-byte
+ * record instead of 32. Otherwise each lane writes its own (lane mask 1).
+ * The votes run before any lane-dependent branch, as the verifier requires.
+ * `gpuext trace` expands the records into single accesses, and `--out FILE`
+ * writes them in the simulator's trace format (hal/sim/trace_io.h), so
+ * `gpuext sim --trace FILE` replays what a real GPU did. A full ring buffer
+ * drops records and the drops are counted and reported.
  */
 #include "probes.h"
 
@@ -21,17 +29,36 @@ struct {
 
 static __always_inline int record(struct gpuext_probe_ctx *ctx, __u32 flags)
 {
-	struct gx_rec_mem *r = bpf_ringbuf_reserve(&accesses, sizeof(*r), 0);
+	__u64 lane = ctx->lane_id, addr = ctx->addr, size = ctx->size;
+	__u64 mask = gpuext_warp_ballot(1);
+	__u64 lead = gpuext_warp_first(lane);
+	__u64 base = gpuext_warp_first(addr);
+	__u64 next = gpuext_warp_shfl(addr, lead + 1);
+	__u64 stride = (mask >> (lead + 1)) & 1 ? next - base : size;
+	__u64 fits = (__s64)stride == (__s64)(__s32)stride;
+	__u64 agree = gpuext_warp_ballot(addr == base + (lane - lead) * stride);
+	struct gx_rec_mem *r;
 
+	if (fits && agree == mask) {
+		if (lane != lead)
+			return 0;	/* the lowest lane writes for the warp */
+	} else {
+		mask = 1ull << lane;	/* each lane alone */
+		lead = lane;
+		stride = 0;
+	}
+	r = bpf_ringbuf_reserve(&accesses, sizeof(*r), 0);
 	if (!r)
 		return 0;
-	r->addr = ctx->addr;
+	r->addr = addr;
 	r->kernel_id = ctx->kernel_id;
-	r->size = ctx->size;
+	r->size = size;
 	r->flags = flags;
 	r->block = gx_block_linear(ctx);
 	r->thread = ctx->thread_id[0] + ctx->block_dim[0] *
 		    (ctx->thread_id[1] + ctx->block_dim[1] * ctx->thread_id[2]);
+	r->lanes = mask >> lead;
+	r->stride = stride;
 	bpf_ringbuf_submit(r, 0);
 	return 0;
 }

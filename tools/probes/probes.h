@@ -28,7 +28,15 @@ struct gx_rec_start {
 	__gx_u32 gpu_id;
 };
 
-/* Ring-buffer record of memtrace: one per thread and global access. */
+/*
+ * Ring-buffer record of memtrace: the accesses of one instruction by the lanes
+ * of a warp. Bit i of `lanes` set = thread `thread + i` of the block accessed
+ * `addr + i * stride` (bit 0 is always set: `thread` and `addr` are the
+ * first lane's). A warp whose addresses are affine in the lane (coalesced:
+ * stride = size) writes one record; otherwise each lane writes its own with
+ * lanes = 1. `gpuext trace` expands records into single accesses
+ * (trace_mem_expand(), lanes = 1, stride = 0) before anything else reads them.
+ */
 #define GX_MEM_STORE 1u
 struct gx_rec_mem {
 	__gx_u64 addr;
@@ -36,7 +44,9 @@ struct gx_rec_mem {
 	__gx_u32 size;		/* bytes */
 	__gx_u32 flags;		/* GX_MEM_STORE */
 	__gx_u32 block;		/* linear block index */
-	__gx_u32 thread;	/* linear thread index in the block */
+	__gx_u32 thread;	/* linear thread index in the block of the first lane */
+	__gx_u32 lanes;		/* bit i: thread + i accessed addr + i * stride */
+	__gx_u32 stride;	/* bytes between consecutive lanes' addresses, two's complement */
 };
 
 /* threadhist: exits counted per global warp index, modulo this. */
@@ -67,6 +77,10 @@ struct gx_kdur_state {
 /* Device helpers every gpuext runtime declares (enum gpuext_dev_helper, gpuext.h). */
 static __u64 (* const gpuext_get_globaltimer)(void) = (void *)0x1100;
 static __u64 (* const gpuext_get_sm_id)(void) = (void *)0x1101;
+/* Warp votes (call them outside lane-dependent branches; the verifier checks). */
+static __u64 (* const gpuext_warp_ballot)(__u64 pred) = (void *)0x1106;
+static __u64 (* const gpuext_warp_first)(__u64 v) = (void *)0x1107;
+static __u64 (* const gpuext_warp_shfl)(__u64 v, __u64 lane) = (void *)0x1108;
 
 /* A block's linear index in its grid, from the context. */
 static __always_inline __u32 gx_block_linear(const struct gpuext_probe_ctx *ctx)
