@@ -284,6 +284,9 @@ static void splice_one(const char *what, const char *ptx, size_t len, const stru
 	CHECK_EQ_INT(count_str(out, "// gpuext: gpuext_probe_exit inlined"), st.exit_sites);
 	CHECK_EQ_INT(count_str(out, "// gpuext: gpuext_probe_load inlined"), st.load_sites);
 	CHECK_EQ_INT(count_str(out, "// gpuext: gpuext_probe_store inlined"), st.store_sites);
+	/* Each site's lanes reconverge after its body: one warp sync per site. */
+	CHECK_EQ_INT(count_str(out, "\tbar.warp.sync %gxs_m;\n"),
+		     st.entry_sites + st.exit_sites + st.load_sites + st.store_sites);
 	/* Inlined, never called: cuLink's relocatable JIT would not inline a call. */
 	CHECK(!strstr(out, "call gpuext_probe_"));
 	/* One entry call per kernel, and no context in local memory (the probes build it). */
@@ -497,7 +500,8 @@ static void test_details(const struct gx_pack *hand)
 				   "\t@!%p1 st.global.v4.u32 [%rd2+16], {%r3, %r4, %r5, %r2};\n");
 		/* ... and the site passes address, value and size 16 to the inlined store probe. */
 		CHECK_STR_CONTAINS(strstr(out, "\t@!%p1 st.global.v4.u32 [%rd2+16]"),
-				   "\tmov.u32 %gxs_r0, 16;\n\t{\t// gpuext: gpuext_probe_store inlined");
+				   "\tmov.u32 %gxs_r0, 16;\n\tactivemask.b32 %gxs_m;\n"
+				   "\t{\t// gpuext: gpuext_probe_store inlined");
 		/* Generic accesses are probed only when global. */
 		CHECK_EQ_INT(count_str(out, "isspacep.global %gxs_q, %gxs_a;"), 2);
 		/* The callee is left alone. */
@@ -588,7 +592,8 @@ static void test_details(const struct gx_pack *hand)
 				CHECK(site && strstr(site, "mov.u32 %gxs_r0, %ctaid.x;") &&
 				      strstr(site, "setp.ne.u32 %gxs_q, %gxs_r0, 0;\n\t@%gxs_q bra $gxs_G1;") <
 				      strstr(site, "// gpuext: gpuext_probe_entry inlined"));
-				CHECK_STR_CONTAINS(out, "$gxs_I1_end:\n\t}\n$gxs_G1:\n");
+				/* the lanes that entered leave together, then the guard's label */
+				CHECK_STR_CONTAINS(out, "$gxs_I1_end:\n\t}\n\tbar.warp.sync %gxs_m;\n$gxs_G1:\n");
 				/* 5 exits test warp 0; no entry site tests it; loads and stores test nothing. */
 				CHECK_EQ_INT(count_str(out, "setp.ge.u32 %gxs_q, %gxs_r0, 32;"), 5);
 				CHECK_EQ_INT(count_str(out, "%ctaid.x;\n\tmov.u32 %gxs_r1, %ctaid.y;"), 3);

@@ -631,7 +631,18 @@ static void emit_site(struct splicer *s, int ev, bool mem, unsigned size)
 		s->out.oom = true;
 		return;
 	}
+	/*
+	 * The lanes that enter the site leave it together. A probe branches on
+	 * the lane (a leader writes for its warp, a ring group claims for its
+	 * lanes); without a reconvergence point the other lanes ran on to the
+	 * next site while the leader was still in its CAS loop, and the warp
+	 * stayed split, so every later site ran once per piece: ncu on H100
+	 * showed memtrace's second site executed twice per warp, its third
+	 * three times, with 16 and 10 lanes on average.
+	 */
+	oprintf(&s->out, "\tactivemask.b32 %%%s_m;\n", p);
 	oput(&s->out, text, strlen(text));
+	oprintf(&s->out, "\tbar.warp.sync %%%s_m;\n", p);
 	free(text);
 	if (s->guard[ev])
 		oprintf(&s->out, "$%s_G%u:\n", p, s->site_seq);
@@ -1088,8 +1099,8 @@ static void emit_decls(struct splicer *s)
 	const char *p = s->pfx;
 
 	oprintf(&s->out, "\n\t// gpuext: probe registers and context (hal/nvidia/ptx_splice.c)\n"
-		"\t.reg .b64 %%%s_d, %%%s_a, %%%s_v, %%%s_c;\n\t.reg .b32 %%%s_r<3>;\n"
-		"\t.reg .b16 %%%s_h;\n\t.reg .pred %%%s_q;\n", p, p, p, p, p, p, p);
+		"\t.reg .b64 %%%s_d, %%%s_a, %%%s_v, %%%s_c;\n\t.reg .b32 %%%s_r<3>, %%%s_m;\n"
+		"\t.reg .b16 %%%s_h;\n\t.reg .pred %%%s_q;\n", p, p, p, p, p, p, p, p);
 }
 
 static bool is_decl(const char *t)
