@@ -270,6 +270,29 @@ static void test_probe_all(void)
 			      !strstr(text, ".address_size"));
 			CHECK(!strstr(text, ".extern"));
 			CHECK_EQ_INT(foreign_names(text), 0);
+			/*
+			 * Every atomic (the probes' map updates, the ring's CAS, the hash
+			 * map's claims) names the global space: a generic one makes
+			 * ptxas wait on a space test at run time (gpuext_ptx_global_atomics).
+			 */
+			{
+				unsigned all = 0, generic = 0;
+
+				for (const char *l = text; (l = strchr(l, '\n')); l++) {
+					const char *e = strchr(l + 1, '\n');
+					size_t n = e ? (size_t)(e - l) : strlen(l);
+					char line[160];
+
+					if (strncmp(l, "\n\tatom.", 7) && strncmp(l, "\n\tred.", 6))
+						continue;
+					snprintf(line, sizeof(line), "%.*s", (int)n, l);
+					all++;
+					/* atom[.sem][.scope].global.op: the space after the qualifiers */
+					generic += !strstr(line, ".global.");
+				}
+				CHECK(all >= 3);
+				CHECK_EQ_INT(generic, 0);
+			}
 			/* The hash map claims buckets (EMPTY -> BUSY) and deletes (FULL -> DELETED) by CAS. */
 			CHECK(strstr(text, ".cas.b32") && strstr(text, ", 0, 1;"));
 			CHECK(strstr(text, ", 2, 3;"));

@@ -209,6 +209,33 @@ static unsigned demote_stack_atomics(LLVMModuleRef mod, LLVMContextRef ctx)
 	return n;
 }
 
+unsigned gpuext_ptx_global_atomics(LLVMModuleRef mod, LLVMContextRef ctx)
+{
+	LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+	LLVMTypeRef gptr = LLVMPointerTypeInContext(ctx, 1);
+	unsigned n = 0;
+
+	for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
+		for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb;
+		     bb = LLVMGetNextBasicBlock(bb))
+			for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in;
+			     in = LLVMGetNextInstruction(in)) {
+				LLVMOpcode op = LLVMGetInstructionOpcode(in);
+				LLVMValueRef p;
+
+				if (op != LLVMAtomicCmpXchg && op != LLVMAtomicRMW)
+					continue;
+				p = LLVMGetOperand(in, 0);
+				if (LLVMGetPointerAddressSpace(LLVMTypeOf(p)) != 0 || is_stack_ptr(p))
+					continue;
+				LLVMPositionBuilderBefore(b, in);
+				LLVMSetOperand(in, 0, LLVMBuildAddrSpaceCast(b, p, gptr, ""));
+				n++;
+			}
+	LLVMDisposeBuilder(b);
+	return n;
+}
+
 /* Everything but the kernel and the globals the host writes becomes internal. */
 static void internalize(LLVMModuleRef mod)
 {
@@ -352,6 +379,7 @@ int gpuext_ptx_emit(struct gpuext_prog *prog, const char *sm, bool per_thread, c
 	/* O2 folds pointer round trips, which can reveal more stack atomics. */
 	if (demote_stack_atomics(mod, ctx))
 		gpuext_cg_optimize(mod, tm);
+	gpuext_ptx_global_atomics(mod, ctx);
 	if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &msg, &out) ||
 	    diag.error) {
 		gpuext_log(prog->rt, GPUEXT_LOG_WARN, "ptx: program %s: NVPTX code generation "

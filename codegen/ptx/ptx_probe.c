@@ -924,6 +924,7 @@ int gpuext_ptx_probe_emit(struct gpuext_object *obj, const char *sm, bool per_th
 	if (err)
 		goto out;
 	sink_sreg_reads(mod, ctx);
+	gpuext_ptx_global_atomics(mod, ctx);
 	if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &msg, &out) ||
 	    diag.error) {
 		gpuext_log(rt, GPUEXT_LOG_WARN, "ptx: probes of %s: NVPTX code generation failed: "
