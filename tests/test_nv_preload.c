@@ -463,9 +463,9 @@ static void test_ring_drain_with(bool have_memset)
 	CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m, 3000, 8, &d, &r), -EINVAL);
 	CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m, 512u << 20, 8, &d, &r), -E2BIG);
 	CHECK_EQ_INT(fk.nallocs, 0);
-	/* 128 KiB on 2 SMs: two shards of 64 KiB, headers contiguous. */
-	CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m, 128 << 10, 2, &d, &r), 0);
-	CHECK_EQ_INT(d.nr_slots, 2);
+	/* 256 KiB on 1 SM: four shards of 64 KiB, headers contiguous (the test uses two). */
+	CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m, 256 << 10, 1, &d, &r), 0);
+	CHECK_EQ_INT(d.nr_slots, 4);
 	CHECK_EQ_INT(d.max_entries, 64 << 10);
 	CHECK_EQ_U64(d.base, m.dptr);
 	CHECK_EQ_U64(d.aux, m.rh_dev);
@@ -580,8 +580,8 @@ static void test_ring_drain_with(bool have_memset)
 		struct nv_dmap m2 = { 0 };
 		struct gpuext_ptx_map_desc d2 = { 0 };
 
-		CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m2, 64 << 10, 8, &d2, &r), 0);
-		CHECK_EQ_INT(d2.nr_slots, 1);	/* one shard: below 128 KiB */
+		CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m2, 64 << 10, 0, &d2, &r), 0);
+		CHECK_EQ_INT(d2.nr_slots, 1);	/* one shard: no SM count */
 		fk.m = &m2;
 		mid_desc = &d2;
 		CHECK(dev_put_busy(&d2, 0, 40, 0, false, NULL) != NULL);
@@ -635,11 +635,15 @@ out:
 static void test_ring_drain(void)
 {
 	CHECK_EQ_INT(nv_ring_shards(4096, 132), 1);
-	CHECK_EQ_INT(nv_ring_shards(64 << 10, 132), 1);
-	CHECK_EQ_INT(nv_ring_shards(128 << 10, 8), 2);
-	CHECK_EQ_INT(nv_ring_shards(1 << 20, 132), 16);
-	CHECK_EQ_INT(nv_ring_shards(64 << 20, 132), 128);	/* SMs rounded down to 128 */
-	CHECK_EQ_INT(nv_ring_shards(256 << 10, 3), 2);
+	CHECK_EQ_INT(nv_ring_shards(32 << 10, 132), 1);	/* shards of 32 KiB at least */
+	CHECK_EQ_INT(nv_ring_shards(64 << 10, 132), 2);
+	CHECK_EQ_INT(nv_ring_shards(128 << 10, 8), 4);
+	CHECK_EQ_INT(nv_ring_shards(1 << 20, 132), 32);
+	/* 4 per SM, rounded down to a power of 2: 528 -> 512 */
+	CHECK_EQ_INT(nv_ring_shards(64 << 20, 132), 512);
+	CHECK_EQ_INT(nv_ring_shards(64 << 20, 1000), 1024);	/* the drain's bound */
+	CHECK_EQ_INT(nv_ring_shards(256 << 10, 3), 8);
+	CHECK_EQ_INT(nv_ring_shards(1 << 20, 1), 4);
 	CHECK_EQ_INT(nv_ring_shards(64 << 20, 0), 1);
 	test_ring_drain_with(true);
 	test_ring_drain_with(false);	/* no cuMemsetD32Async: zeroed by a copy */
@@ -1170,11 +1174,11 @@ static void test_e2e(void)
 	free(lr);
 
 	/*
-	 * The ring: 3 records from SMs 0, 1, 2 (shards 0, 1, 0), each exactly
-	 * once, the discarded one left out. Shards drain one after the other, so
-	 * only the order within shard 0 (100 before 102) is kept.
+	 * The ring: 3 records in shards 0, 1, 0 (of 4: 8 SMs x 4, 32 KiB each),
+	 * each exactly once, the discarded one left out. Shards drain one after
+	 * the other, so only the order within shard 0 (100 before 102) is kept.
 	 */
-	CHECK_STR_CONTAINS(run.out, "ring_shards 2");
+	CHECK_STR_CONTAINS(run.out, "ring_shards 4");
 	CHECK_EQ_INT(gpuext_ringbuf_consumer__new(rb, on_rec, &seen, &cons), 0);
 	if (cons)
 		gpuext_ringbuf_consumer__consume(cons);

@@ -353,7 +353,9 @@ int main(int argc, char **argv)
 		printf("CHECK %s\n", hc == ha + hb ? "ok" : "WRONG");
 		char sz[32];
 		snprintf(sz, sizeof(sz), "2^%d floats", lg);
-		report(lg == 22 ? "membound" : "membound_small", sz, ms, 0);
+		char name[32];
+		snprintf(name, sizeof(name), lg == 22 ? "membound" : "membound_2^%d", lg);
+		report(name, sz, ms, 0);
 	} else {
 		fprintf(stderr, "bench_kernels: unknown workload '%s' (tiny gemm stencil reduce decode membound)\n",
 			w.c_str());

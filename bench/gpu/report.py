@@ -40,7 +40,8 @@ def main(path, gpu):
     bad = []
     for w in works:
         key = "per" if w == "tiny" else "median_ms"
-        # Several rounds of one configuration (tiny): the round whose time is the median.
+        # Several rounds of one configuration (tiny, membound_2^N): the round whose time is
+        # the median.
         by = {}
         for r in runs:
             if r.get("workload") == w:

@@ -57,6 +57,9 @@
 #ifndef GPUEXT_CODEGEN_PTX_H
 #define GPUEXT_CODEGEN_PTX_H
 
+/* Ring shards a warp of one SM may reserve in (the shard choice below). */
+#define GPUEXT_PTX_RB_SHARDS_PER_SM 4
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -93,12 +96,16 @@ struct gpuext_ptx_map_desc {
  * A ring buffer on the device: nr_slots (a power of 2) independent shards of
  * max_entries bytes each, the map's declared size being max_entries x
  * nr_slots. Shard k has header aux + 32 k (the headers are contiguous) and
- * data base + k x max_entries. A thread reserves in shard %smid & (nr_slots
- * - 1), so CAS on prod and the drop counter are spread over the shards
- * instead of one hot address; a record must fit one shard (size + 8 <=
- * max_entries). nr_slots = 1 is one plain ring (what gpuext_ptx_map_image()
- * and gpuext_ptx_device__run() use); the NVIDIA probes (hal/nvidia/nv_maps.c)
- * pick more for rings of 128 KiB and up.
+ * data base + k x max_entries. A thread reserves in shard
+ * (%smid x GPUEXT_PTX_RB_SHARDS_PER_SM + ((%warpid + %ctaid.x) mod
+ * GPUEXT_PTX_RB_SHARDS_PER_SM)) & (nr_slots - 1): the warps of one SM use
+ * up to 4 shards, so CAS on prod and the drop counter are spread instead of
+ * one hot address per SM (16 warps of an SM taking turns on one CAS made
+ * memtrace 8.5x on a 2^16-element kernel, H100); %ctaid.x spreads blocks
+ * whose warp 0s sit in the same warp slot. A record must fit one shard
+ * (size + 8 <= max_entries). nr_slots = 1 is one plain ring (what
+ * gpuext_ptx_map_image() and gpuext_ptx_device__run() use); the NVIDIA
+ * probes (hal/nvidia/nv_maps.c) pick more for rings of 64 KiB and up.
  *
  * In a shard, records start 8-aligned at data + (pos & (max_entries - 1))
  * with the kernel's 8-byte header (u32 len | BUSY << 31 | DISCARD << 30, u32

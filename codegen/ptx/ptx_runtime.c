@@ -29,6 +29,7 @@ _Static_assert(BPF_MAP_TYPE_PERCPU_ARRAY == 6, "per-CPU array map type");
 _Static_assert(BPF_MAP_TYPE_RINGBUF == 27, "ring buffer map type");
 _Static_assert(BPF_FUNC_ringbuf_output == 130 && BPF_FUNC_ringbuf_query == 134, "ringbuf ids");
 _Static_assert(sizeof(struct gpuext_ptx_map_desc) == 40, "map descriptor layout");
+_Static_assert(GPUEXT_PTX_RB_SHARDS_PER_SM == 4, "the shard choice below multiplies by 4");
 _Static_assert(sizeof(struct gpuext_ptx_ringbuf_hdr) == 32, "ring header layout");
 
 /*
@@ -55,6 +56,7 @@ static const char rt_common[] =
 	"declare i32 @llvm.nvvm.read.ptx.sreg.nctaid.y()\n"
 	"declare i32 @llvm.nvvm.read.ptx.sreg.laneid()\n"
 	"declare i32 @llvm.nvvm.read.ptx.sreg.smid()\n"
+	"declare i32 @llvm.nvvm.read.ptx.sreg.warpid()\n"
 	"declare i64 @llvm.nvvm.read.ptx.sreg.globaltimer()\n"
 	"declare i64 @llvm.nvvm.read.ptx.sreg.clock64()\n"
 	"declare i32 @llvm.nvvm.activemask()\n"
@@ -274,10 +276,11 @@ static const char rt_common[] =
 	"\n"
 	/* ---- ring buffer ---- */
 	/*
-	 * A ring is nr_slots shards (ptx.h); this SM's is %smid & (nr_slots - 1),
-	 * so SMs do not all CAS one address. Every atomic is device (gpu) scope:
-	 * the ring is in device memory and the host only touches it between
-	 * copies on its own stream, never through a shared mapping.
+	 * A ring is nr_slots shards (ptx.h); a warp's is chosen from %smid,
+	 * %warpid and %ctaid.x (ptx.h), so warps do not all CAS one address.
+	 * Every atomic is device (gpu) scope: the ring is in device memory and
+	 * the host only touches it between copies on its own stream, never
+	 * through a shared mapping.
 	 */
 	"define internal i64 @gx.rb_shard(ptr %d) {\n"
 	"  %np = getelementptr inbounds %gx.desc, ptr %d, i32 0, i32 7\n"
@@ -286,7 +289,13 @@ static const char rt_common[] =
 	"  %n1 = select i1 %n0, i32 1, i32 %n\n"	/* 0 reads as one shard */
 	"  %mask = sub i32 %n1, 1\n"
 	"  %sm = call i32 @llvm.nvvm.read.ptx.sreg.smid()\n"
-	"  %s = and i32 %sm, %mask\n"
+	"  %wp = call i32 @llvm.nvvm.read.ptx.sreg.warpid()\n"
+	"  %cx = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()\n"
+	"  %sub0 = add i32 %wp, %cx\n"
+	"  %sub = and i32 %sub0, 3\n"	/* GPUEXT_PTX_RB_SHARDS_PER_SM - 1 */
+	"  %sm4 = shl i32 %sm, 2\n"
+	"  %k = or i32 %sm4, %sub\n"
+	"  %s = and i32 %k, %mask\n"
 	"  %r = zext i32 %s to i64\n"
 	"  ret i64 %r\n"
 	"}\n"

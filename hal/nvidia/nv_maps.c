@@ -25,8 +25,9 @@
  *                        block took a 1.5 ms stencil kernel past 15 s, and a
  *                        tiny kernel writing one record went from 4.4 to
  *                        7.7 us). Shards spread the CAS and drop counter over
- *                        as many addresses as there are SMs (up to a floor of
- *                        64 KiB per shard); order across SMs is not kept.
+ *                        up to 4 addresses per SM (ptx.h says which warp uses
+ *                        which; a floor of 32 KiB per shard); order across
+ *                        shards is not kept.
  *   hash, lru_hash       device memory in codegen/ptx/ptx.h's layout (open
  *                        addressing, claimed by CAS), empty at start; each
  *                        round the whole table is copied back and the shm
@@ -370,15 +371,19 @@ void nv_shm_hash_end(struct nv_shm *m)
 /* Device rings                                                         */
 /* ------------------------------------------------------------------ */
 
-#define NV_RING_SHARD_MIN (64u << 10)	/* smallest shard worth splitting off */
-#define NV_RING_MAX_SHARDS 256		/* more SMs than any GPU has: bounds the drain's arrays */
+#define NV_RING_SHARD_MIN (32u << 10)	/* smallest shard worth splitting off */
+/* Shards per SM the device spreads over (GPUEXT_PTX_RB_SHARDS_PER_SM, ptx.h). */
+#define NV_RING_PER_SM GPUEXT_PTX_RB_SHARDS_PER_SM
+/* 4 per SM for more SMs than any GPU has: bounds the drain's arrays */
+#define NV_RING_MAX_SHARDS 1024
 
 uint32_t nv_ring_shards(uint32_t bytes, int sms)
 {
+	uint64_t want = sms > 0 ? (uint64_t)sms * NV_RING_PER_SM : 0;
 	uint32_t n = 1;
 
 	/* Doubling while both limits allow it: powers of 2 below both. */
-	while (sms > 0 && 2ull * n <= (uint64_t)sms && 2ull * n * NV_RING_SHARD_MIN <= bytes &&
+	while (2ull * n <= want && 2ull * n * NV_RING_SHARD_MIN <= bytes &&
 	       2 * n <= NV_RING_MAX_SHARDS)
 		n *= 2;
 	return n;

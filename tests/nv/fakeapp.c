@@ -136,17 +136,17 @@ static void play_gpu(struct gpuext_ptx_map_desc *t)
 		}
 	}
 	/*
-	 * map 2: ring: 3 records from "SMs" 0, 1, 2 (shards i % nr_slots), one
-	 * discarded in between on SM 0.
+	 * map 2: ring: 3 records in shards 0, 1, 0 (of nr_slots, 4 here: 8
+	 * SMs' worth for a 128 KiB ring), one discarded in between in shard 0.
 	 */
 	if (t[2].type == 27 && t[2].aux) {
 		printf("ring_shards %u\n", t[2].nr_slots);
 		for (uint32_t i = 0; i < 3; i++) {
 			uint64_t v = 100 + i;
 
-			ring_put(&t[2], i, &v, sizeof(v), 0);
+			ring_put(&t[2], i % 2, &v, sizeof(v), 0);
 			if (i == 0)
-				ring_put(&t[2], i, &v, sizeof(v), 1);
+				ring_put(&t[2], 0, &v, sizeof(v), 1);
 		}
 	}
 }
