@@ -31,6 +31,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "warp_votes_expect.h"
+
 typedef int CUresult;
 typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
@@ -589,6 +591,16 @@ static const char *check_run(const struct brun *r, const uint64_t *r0, const uin
 		if (!strcmp(c->kind, "r0_lane_thread")) {
 			for (uint32_t t = 0; t < r->threads; t++) {
 				uint64_t want = warp ? (t & ~31u) : ((uint64_t)(t % 32) << 32 | t);
+
+				if (r0[t] != want) {
+					snprintf(buf, len, "r0 = 0x%" PRIx64 " on thread %u, want 0x%" PRIx64,
+						 r0[t], t, want);
+					return buf;
+				}
+			}
+		} else if (!strcmp(c->kind, "r0_warp_votes")) {
+			for (uint32_t t = 0; t < r->threads; t++) {
+				uint64_t want = warp_votes_expect(t, r->threads, warp);
 
 				if (r0[t] != want) {
 					snprintf(buf, len, "r0 = 0x%" PRIx64 " on thread %u, want 0x%" PRIx64,

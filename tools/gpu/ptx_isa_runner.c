@@ -37,6 +37,7 @@
 #include "gpuext/gpuext.h"
 #include "gpuext/verifier.h"
 #include "ptx/ptx.h"
+#include "warp_votes_expect.h"
 
 #ifndef GPUEXT_ISA_DIR
 #define GPUEXT_ISA_DIR "tests/isa"
@@ -596,6 +597,28 @@ static const char extra_text[] =
 	"	exit\n"
 	"end\n"
 	"result 0x0\n" /* the reader wants one; check_extra() decides */
+	"case rt_warp_votes\n"
+	"asm\n"
+	"	call gpuext_get_lane_id\n"
+	"	r6 = r0\n"
+	"	r1 = r6\n"
+	"	r1 &= 0x1\n"
+	"	call gpuext_warp_ballot\n"
+	"	r7 = r0\n"
+	"	r1 = r6\n"
+	"	r1 += 0x64\n"
+	"	call gpuext_warp_first\n"
+	"	r0 <<= 0x20\n"
+	"	r7 |= r0\n"
+	"	r1 = r6\n"
+	"	r1 *= 0x3\n"
+	"	r2 = 0x5\n"
+	"	call gpuext_warp_shfl\n"
+	"	r0 <<= 0x28\n"
+	"	r0 |= r7\n"
+	"	exit\n"
+	"end\n"
+	"result 0x0\n" /* the reader wants one; check_extra() decides */
 	"case rt_timers\n"
 	"asm\n"
 	"	call bpf_ktime_get_ns\n"
@@ -744,6 +767,18 @@ static const char *check_extra(const char *name, const struct isa_case_env *env,
 		}
 		return NULL;
 	}
+	if (!strcmp(name, "rt_warp_votes")) {
+		for (uint32_t t = 0; t < threads; t++) {
+			uint64_t want = warp_votes_expect(t, threads, !per_thread);
+
+			if (r0[t] != want) {
+				snprintf(buf, len, "r0 = 0x%" PRIx64 " on thread %u, want 0x%" PRIx64,
+					 r0[t], t, want);
+				return buf;
+			}
+		}
+		return NULL;
+	}
 	if (!strcmp(name, "rt_timers")) {
 		for (uint32_t t = 0; t < threads; t++)
 			if ((int64_t)r0[t] < 0 || r0[t] > 1000000000ull) {
@@ -798,6 +833,8 @@ static const char *extra_bundle_checks(const char *name, uint32_t threads, bool 
 		snprintf(checks, len, "check ring_vs_r0 0 36\n"); /* 112-byte records in 4096 */
 	else if (!strcmp(name, "rt_thread_and_lane") && (*has_r0 = false, true))
 		snprintf(checks, len, "check r0_lane_thread\n");
+	else if (!strcmp(name, "rt_warp_votes") && (*has_r0 = false, true))
+		snprintf(checks, len, "check r0_warp_votes\n");
 	else if (!strcmp(name, "rt_timers") && (*has_r0 = false, true))
 		snprintf(checks, len, "check r0_range 0 1000000000\n");
 	else if (!strcmp(name, "rt_prandom") && (*has_r0 = false, true))
