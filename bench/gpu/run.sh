@@ -66,12 +66,12 @@ for w in tiny gemm stencil reduce decode membound; do
     one base2 "$w" "$reps"
   done
 done
-# memtrace records every access: measured on the memory-bound kernel at 2^10 and 2^16 floats
-# (3,072 and 196,608 accesses a launch; at 2^22 the 16 MiB ring fills within a launch and the
-# run measures drops). Kernels of 6-10 us move by 10-20% between processes: interleaved
-# rounds as for tiny.
+# memtrace records every access: measured on the memory-bound kernel at 2^10, 2^16 and 2^22
+# floats (3,072, 196,608 and 12.6 M accesses a launch; at 2^22 the records outrun the drain,
+# the 16 MiB ring fills and most are dropped, counted). Kernels of 6-10 us move by 10-20%
+# between processes: interleaved rounds as for tiny.
 for ((round = 0; round < tiny_rounds; round++)); do
-  for lg in 10 16; do
+  for lg in 10 16 22; do
     one base membound 20 $lg
     one memtrace membound 20 $lg
     one base2 membound 20 $lg
