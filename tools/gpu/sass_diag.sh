@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine, after tools/gpu/probes.sh: the SASS of one bench kernel as nvcc builds it
-# and as the preload library's JIT built it (every cubin in the probe cache, /tmp/gx-cache, that
-# holds the kernel), with each one's instruction count and resources, to see what the JIT and the
-# spliced probes changed.
+# and instrumented (every spliced PTX in the probe cache, /tmp/gx-cache, that holds the kernel,
+# assembled by ptxas for sm_90 as the driver's JIT would), with each one's instruction count and resources,
+# to see what the spliced probes changed.
 #   tools/gpu/sass_diag.sh MANGLED_KERNEL_NAME OUTDIR
 # Needs nvcc and cuobjdump (the CUDA toolkit). Cache entries carry a 56-byte header (cache.c).
 set -uo pipefail
@@ -19,8 +19,12 @@ dump() { # FILE LABEL
 $(cuobjdump -res-usage "$1" 2>/dev/null | grep -A1 "Function $k:" | tail -1 | xargs)"
 }
 dump "$out/native.cubin" native
-for f in /tmp/gx-cache/*cubin; do
-  tail -c +57 "$f" >"$out/x.cubin"
-  dump "$out/x.cubin" "$(basename "$f" | cut -c1-12)$(case $f in *jit-only*) echo -jitonly;; esac)"
+# The cache holds spliced PTX (the driver JITs it; nv_load.c): assemble each entry for sm_90 as the
+# driver would, then dump. The stored text ends with a NUL.
+for f in "${GPUEXT_CACHE_DIR:-/tmp/gx-cache}"/*ptx; do
+  [ -f "$f" ] || continue
+  tail -c +57 "$f" | tr -d '\000' >"$out/x.ptx"
+  ptxas -arch=sm_90 -o "$out/x.cubin" "$out/x.ptx" 2>"$out/ptxas.log" || { echo "$f: ptxas failed"; continue; }
+  dump "$out/x.cubin" "$(basename "$f" | cut -c1-12)"
 done
-rm -f "$out/x.cubin"
+rm -f "$out/x.cubin" "$out/x.ptx"
