@@ -267,6 +267,19 @@ out:
 	gpuext_runtime__free(rt);
 }
 
+/* Emits @prog for sm_80, checks that its PTX holds every string of @want, assembles it. */
+static void emit_has(struct gpuext_prog *prog, const char *name, const char *const *want)
+{
+	char *t = emit(prog, "sm_80", true);
+
+	if (t) {
+		for (; *want; want++)
+			CHECK_STR_CONTAINS(t, *want);
+		CHECK(run_ptxas(t, strlen(t), "sm_80", name, NULL, 0));
+	}
+	free(t);
+}
+
 /* Helpers: the device ones inline to special registers, unknown ones to -EOPNOTSUPP. */
 static void test_helpers(void)
 {
@@ -292,7 +305,6 @@ static void test_helpers(void)
 	struct gpuext_runtime *rt = new_rt();
 	const struct gpuext_func_proto *p;
 	struct gpuext_prog *prog = NULL;
-	char *t;
 
 	if (!rt) {
 		CHECK(rt);
@@ -312,25 +324,14 @@ static void test_helpers(void)
 		/* Device only: a host program may not call it, a probe may. */
 		CHECK_EQ_INT(gpuext_prog__verify(prog, &host, &res), -EACCES);
 		CHECK_EQ_INT(res.rule, GPUEXT_RULE_BAD_CALL);
-		t = emit(prog, "sm_80", true);
-		if (t) {
-			CHECK_STR_CONTAINS(t, "%laneid");
-			CHECK(run_ptxas(t, strlen(t), "sm_80", "lane", NULL, 0));
-		}
-		free(t);
+		emit_has(prog, "lane", (const char *const[]){ "%laneid", NULL });
 		gpuext_prog__free(prog);
 		prog = NULL;
 	}
 	CHECK_EQ_INT(gpuext_prog__new(rt, "helpers", helpers, 7, NULL, 0, &prog), 0);
 	if (prog) {
-		t = emit(prog, "sm_80", true);
-		if (t) {
-			CHECK_STR_CONTAINS(t, "%globaltimer");
-			CHECK_STR_CONTAINS(t, "%smid");
-			CHECK_STR_CONTAINS(t, "%clock64");
-			CHECK(run_ptxas(t, strlen(t), "sm_80", "helpers", NULL, 0));
-		}
-		free(t);
+		emit_has(prog, "helpers",
+			 (const char *const[]){ "%globaltimer", "%smid", "%clock64", NULL });
 		gpuext_prog__free(prog);
 		prog = NULL;
 	}
@@ -346,26 +347,15 @@ static void test_helpers(void)
 
 		CHECK_EQ_INT(gpuext_prog__run(prog, &ro, &r0), 0);
 		CHECK_EQ_U64(r0, 17);
-		t = emit(prog, "sm_80", true);
-		if (t) {
-			CHECK_STR_CONTAINS(t, "vote.sync.ballot.b32");
-			CHECK_STR_CONTAINS(t, "activemask.b32");
-			CHECK_STR_CONTAINS(t, "shfl.sync.idx.b32");
-			CHECK(run_ptxas(t, strlen(t), "sm_80", "votes", NULL, 0));
-		}
-		free(t);
+		emit_has(prog, "votes", (const char *const[]){ "vote.sync.ballot.b32",
+				 "activemask.b32", "shfl.sync.idx.b32", NULL });
 		gpuext_prog__free(prog);
 		prog = NULL;
 	}
 	/* trace_printk has no device form: its stub returns -EOPNOTSUPP (-95). */
 	CHECK_EQ_INT(gpuext_prog__new(rt, "printk", printk, 7, NULL, 0, &prog), 0);
 	if (prog) {
-		t = emit(prog, "sm_80", true);
-		if (t) {
-			CHECK_STR_CONTAINS(t, "-95");
-			CHECK(run_ptxas(t, strlen(t), "sm_80", "printk", NULL, 0));
-		}
-		free(t);
+		emit_has(prog, "printk", (const char *const[]){ "-95", NULL });
 		gpuext_prog__free(prog);
 	}
 	gpuext_runtime__free(rt);
