@@ -297,6 +297,17 @@ static void test_helpers(void)
 		MOV64_IMM(1, 11), MOV64_IMM(2, 40), CALL(GPUEXT_FUNC_warp_shfl),
 		INSN(BPF_ALU64 | BPF_ADD | BPF_X, 0, 6, 0, 0), EXIT,
 	};
+	const struct bpf_insn varstack[] = {
+		CALL(BPF_FUNC_get_prandom_u32), INSN(BPF_ALU64 | BPF_AND | BPF_K, 0, 0, 0, 8),
+		INSN(BPF_ST | BPF_MEM | BPF_DW, 10, 0, -8, 0),
+		INSN(BPF_ST | BPF_MEM | BPF_DW, 10, 0, -16, 0),
+		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 1, 10, 0, 0),
+		INSN(BPF_ALU64 | BPF_ADD | BPF_X, 1, 0, 0, 0), MOV64_IMM(2, 5),
+		INSN(BPF_STX | BPF_ATOMIC | BPF_DW, 1, 2, -16, BPF_ADD),
+		INSN(BPF_LDX | BPF_MEM | BPF_DW, 0, 10, -8, 0),
+		INSN(BPF_LDX | BPF_MEM | BPF_DW, 3, 10, -16, 0),
+		INSN(BPF_ALU64 | BPF_ADD | BPF_X, 0, 3, 0, 0), EXIT,
+	};
 	const struct bpf_insn printk[] = {
 		MOV64_IMM(1, 0), INSN(BPF_STX | BPF_MEM | BPF_DW, 10, 1, -8, 0),
 		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 1, 10, 0, 0), INSN(BPF_ALU64 | BPF_ADD | BPF_K, 1, 0, 0, -8),
@@ -349,6 +360,31 @@ static void test_helpers(void)
 		CHECK_EQ_U64(r0, 17);
 		emit_has(prog, "votes", (const char *const[]){ "vote.sync.ballot.b32",
 				 "activemask.b32", "shfl.sync.idx.b32", NULL });
+		gpuext_prog__free(prog);
+		prog = NULL;
+	}
+	/*
+	 * An atomic on the stack at a variable offset (what clang emits for
+	 * __sync_fetch_and_add(&local[i], v)): r0 = (random & 8), the add lands on
+	 * one of two zeroed slots, their sum is 5. PTX has no .local atomics and
+	 * the address is not global, so it must become plain code, never an
+	 * atomic (a global one would write at a meaningless address).
+	 */
+	CHECK_EQ_INT(gpuext_prog__new(rt, "varstack", varstack,
+				      sizeof(varstack) / sizeof(varstack[0]), NULL, 0, &prog), 0);
+	if (prog) {
+		GPUEXT_OPTS(gpuext_run_opts, ro);
+		uint64_t r0 = 0;
+		char *t;
+
+		CHECK_EQ_INT(gpuext_prog__run(prog, &ro, &r0), 0);
+		CHECK_EQ_U64(r0, 5);
+		t = emit(prog, "sm_80", true);
+		if (t) {
+			CHECK(!strstr(t, "atom.") && !strstr(t, "red."));
+			CHECK(run_ptxas(t, strlen(t), "sm_80", "varstack", NULL, 0));
+		}
+		free(t);
 		gpuext_prog__free(prog);
 		prog = NULL;
 	}

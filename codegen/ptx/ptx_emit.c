@@ -113,27 +113,122 @@ int gpuext_ptx_define_stubs(struct gpuext_runtime *rt, const char *who, LLVMModu
 	return err;
 }
 
-/* Does @p point into an alloca (the eBPF stack)? Looks through address arithmetic. */
-static bool is_stack_ptr(LLVMValueRef p)
+static bool is_ptr_copy(LLVMValueRef p)
 {
-	for (int depth = 0; p && depth < 32; depth++) {
-		if (LLVMIsAAllocaInst(p))
-			return true;
-		if (LLVMIsAGetElementPtrInst(p) || LLVMIsABitCastInst(p) ||
-		    LLVMIsAAddrSpaceCastInst(p) || LLVMIsAIntToPtrInst(p) ||
-		    LLVMIsAPtrToIntInst(p)) {
-			p = LLVMGetOperand(p, 0);
-			continue;
-		}
-		/* inttoptr(ptrtoint(stack) + constant) */
-		if (LLVMIsABinaryOperator(p) && LLVMGetInstructionOpcode(p) == LLVMAdd &&
-		    LLVMIsAConstantInt(LLVMGetOperand(p, 1))) {
-			p = LLVMGetOperand(p, 0);
-			continue;
-		}
+	return LLVMIsAGetElementPtrInst(p) || LLVMIsABitCastInst(p) || LLVMIsAAddrSpaceCastInst(p) ||
+	       LLVMIsAIntToPtrInst(p) || LLVMIsAPtrToIntInst(p) || LLVMIsAZExtInst(p) ||
+	       LLVMIsATruncInst(p) || LLVMIsASExtInst(p);
+}
+
+/*
+ * Does @p surely point into an alloca (the eBPF stack)? Looks through
+ * address arithmetic (the verifier lets a program add any bounded scalar to
+ * a stack pointer), and through a phi or select whose every input does.
+ */
+static bool is_stack_ptr_at(LLVMValueRef p, int depth)
+{
+	if (!p || depth > 32)
+		return false;
+	if (LLVMIsAAllocaInst(p))
+		return true;
+	if (is_ptr_copy(p))
+		return is_stack_ptr_at(LLVMGetOperand(p, 0), depth + 1);
+	if (LLVMIsABinaryOperator(p)) {
+		LLVMOpcode op = LLVMGetInstructionOpcode(p);
+
+		/* O2 writes an add whose operands share no bits as `or disjoint` */
+		if (op == LLVMAdd || op == LLVMOr)
+			return is_stack_ptr_at(LLVMGetOperand(p, 0), depth + 1) ||
+			       is_stack_ptr_at(LLVMGetOperand(p, 1), depth + 1);
+		if (op == LLVMSub)
+			return is_stack_ptr_at(LLVMGetOperand(p, 0), depth + 1);
 		return false;
 	}
+	if (LLVMIsAPHINode(p)) {
+		unsigned n = LLVMCountIncoming(p);
+
+		for (unsigned i = 0; i < n; i++)
+			if (!is_stack_ptr_at(LLVMGetIncomingValue(p, i), depth + 1))
+				return false;
+		return n > 0;
+	}
+	if (LLVMIsASelectInst(p))
+		return is_stack_ptr_at(LLVMGetOperand(p, 1), depth + 1) &&
+		       is_stack_ptr_at(LLVMGetOperand(p, 2), depth + 1);
 	return false;
+}
+
+static bool is_stack_ptr(LLVMValueRef p)
+{
+	return is_stack_ptr_at(p, 0);
+}
+
+/*
+ * Could @p point into the eBPF stack? The conservative side of
+ * is_stack_ptr(): yes for an alloca, a function argument (a subprogram's
+ * pointer), a value loaded from somewhere that might be the stack (a
+ * spilled pointer), a call that is not one of the runtime's own, anything
+ * unknown or too deep. Only add and sub carry a pointer through arithmetic
+ * (the verifier refuses any other operation on a pointer; O2 may spell an
+ * add as or/xor), so the other operations end the walk.
+ */
+static bool may_be_stack_at(LLVMValueRef p, int depth)
+{
+	if (!p)
+		return false;
+	if (depth > 32)
+		return true;
+	if (LLVMIsAAllocaInst(p) || LLVMIsAArgument(p))
+		return true;
+	if (LLVMIsAGlobalValue(p) || LLVMIsAConstantInt(p) || LLVMIsAConstantPointerNull(p) ||
+	    LLVMIsAUndefValue(p))
+		return false;
+	if (LLVMIsAConstantExpr(p))
+		return LLVMGetNumOperands(p) > 0 && may_be_stack_at(LLVMGetOperand(p, 0), depth + 1);
+	if (is_ptr_copy(p))
+		return may_be_stack_at(LLVMGetOperand(p, 0), depth + 1);
+	if (LLVMIsABinaryOperator(p)) {
+		LLVMOpcode op = LLVMGetInstructionOpcode(p);
+
+		if (op == LLVMAdd || op == LLVMOr || op == LLVMXor)
+			return may_be_stack_at(LLVMGetOperand(p, 0), depth + 1) ||
+			       may_be_stack_at(LLVMGetOperand(p, 1), depth + 1);
+		if (op == LLVMSub)
+			return may_be_stack_at(LLVMGetOperand(p, 0), depth + 1);
+		return false;
+	}
+	if (LLVMIsAPHINode(p)) {
+		for (unsigned i = 0; i < LLVMCountIncoming(p); i++)
+			if (may_be_stack_at(LLVMGetIncomingValue(p, i), depth + 1))
+				return true;
+		return false;
+	}
+	if (LLVMIsASelectInst(p))
+		return may_be_stack_at(LLVMGetOperand(p, 1), depth + 1) ||
+		       may_be_stack_at(LLVMGetOperand(p, 2), depth + 1);
+	if (LLVMIsALoadInst(p))
+		return may_be_stack_at(LLVMGetOperand(p, 0), depth + 1);
+	if (LLVMIsACallInst(p)) {
+		LLVMValueRef callee = LLVMGetCalledValue(p);
+		size_t nl = 0;
+		const char *name;
+
+		/* the runtime's pointer laundering (mov.b64 $0, $1): the pointer it copies */
+		if (LLVMIsAInlineAsm(callee)) {
+			for (unsigned i = 0; i < LLVMGetNumArgOperands(p); i++)
+				if (may_be_stack_at(LLVMGetOperand(p, i), depth + 1))
+					return true;
+			return false;
+		}
+		if (!LLVMIsAFunction(callee))
+			return true;
+		if (LLVMGetIntrinsicID(callee))
+			return false;
+		/* helpers return map values and ring records, never the stack */
+		name = LLVMGetValueName2(callee, &nl);
+		return strncmp(name, "gpuext_rt_", 10) && strncmp(name, "gx.", 3);
+	}
+	return true;
 }
 
 /*
@@ -226,7 +321,8 @@ unsigned gpuext_ptx_global_atomics(LLVMModuleRef mod, LLVMContextRef ctx)
 				if (op != LLVMAtomicCmpXchg && op != LLVMAtomicRMW)
 					continue;
 				p = LLVMGetOperand(in, 0);
-				if (LLVMGetPointerAddressSpace(LLVMTypeOf(p)) != 0 || is_stack_ptr(p))
+				if (LLVMGetPointerAddressSpace(LLVMTypeOf(p)) != 0 ||
+				    may_be_stack_at(p, 0))
 					continue;
 				LLVMPositionBuilderBefore(b, in);
 				LLVMSetOperand(in, 0, LLVMBuildAddrSpaceCast(b, p, gptr, ""));

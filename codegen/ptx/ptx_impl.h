@@ -51,10 +51,12 @@ int gpuext_ptx_define_stubs(struct gpuext_runtime *rt, const char *who, LLVMModu
 			    LLVMContextRef ctx);
 
 /*
- * Puts every atomic of @mod whose address is generic and not the eBPF stack
- * in the global space (an addrspacecast to addrspace(1) before it): eBPF
- * atomics work on the stack (demoted to plain code), map values and ring
- * records, and on NVIDIA the latter two are device memory. A generic atomic
+ * Puts every atomic of @mod whose address is generic and surely not the
+ * eBPF stack in the global space (an addrspacecast to addrspace(1) before
+ * it): eBPF atomics work on the stack (demoted to plain code), map values and
+ * ring records, and on NVIDIA the latter two are device memory. An address
+ * that might be the stack (through a subprogram's argument, a reload of a
+ * spill, a call) stays generic. A generic atomic
  * makes ptxas test the space at run time and keep a shared-memory fallback
  * whose predicate the warp waits on: an exit probe's map update became a
  * returning ATOM plus a long-scoreboard stall instead of a RED. Returns the
