@@ -923,15 +923,23 @@ static int do_jcond(struct verifier *v, struct vstate *st, const struct bpf_insn
 			if (ref)
 				drop_ref(op == BPF_JEQ ? other : st, ref);
 			if (divergent) {
+				int before = st->ndiverge;
+
 				push_divergence(v, other);
 				push_divergence(v, st);
-			}
-			if (ref) { /* the record lives on the non-NULL side: finish it there */
-				struct vstate *keep = op == BPF_JEQ ? st : other;
+				/*
+				 * A record reserved at this level lives on the non-NULL side of
+				 * its own check (a per-thread reserve can fail on some lanes):
+				 * finish it there. One reserved further out keeps its level.
+				 */
+				if (ref && v->type->simt) {
+					struct vstate *keep = op == BPF_JEQ ? st : other;
 
-				for (int i = 0; i < keep->nrefs; i++)
-					if (keep->refs[i] == ref)
-						keep->refdiv[i] = (uint8_t)keep->ndiverge;
+					for (int i = 0; i < keep->nrefs; i++)
+						if (keep->refs[i] == ref && keep->refdiv[i] == before &&
+						    keep->ndiverge > before)
+							keep->refdiv[i] = (uint8_t)keep->ndiverge;
+				}
 			}
 			st->pc = fall;
 			return 0;
@@ -956,6 +964,13 @@ static int do_jcond(struct verifier *v, struct vstate *st, const struct bpf_insn
 		if (srcp)
 			v_mark_precise(v, st, in->src_reg);
 	}
+	/*
+	 * Known on this path, but a branch on a per-lane value: lanes on other
+	 * paths (with other values) reconverged before it and may go the other
+	 * way, so what follows is divergent until the branch's join.
+	 */
+	if (outcome >= 0 && divergent)
+		push_divergence(v, st);
 	if (outcome == 1) {
 		st->pc = target;
 		return 0;
@@ -985,7 +1000,7 @@ static int do_jcond(struct verifier *v, struct vstate *st, const struct bpf_insn
 			R(other, in->src_reg)->s = ts;
 			sync_linked(other, R(other, in->src_reg));
 		}
-		if (divergent && fallok)
+		if (divergent)
 			push_divergence(v, other);
 	}
 	if (!fallok) {
@@ -1007,7 +1022,7 @@ static int do_jcond(struct verifier *v, struct vstate *st, const struct bpf_insn
 		srcp->s = fs;
 		sync_linked(st, srcp);
 	}
-	if (divergent && take)
+	if (divergent)
 		push_divergence(v, st);
 	st->pc = fall;
 	return 0;
@@ -1312,12 +1327,16 @@ static int call_helper(struct verifier *v, struct vstate *st, const struct bpf_i
 		r0->maybe_null = true;
 		r0->id = v->next_id++;
 		r0->ref_id = v->next_id++;
-		r0->divergent = any_div;
+		/* per thread, a nearly full shard gives some lanes a record and others NULL */
+		r0->divergent = any_div || v->type->simt;
 		scalar_const(&r0->s, 0);
 		st->refdiv[st->nrefs] = (uint8_t)st->ndiverge;
 		st->refs[st->nrefs++] = r0->ref_id;
 		break;
 	}
+	/* a result computed under divergent control flow differs between lanes after the join */
+	if (p->ret != GPUEXT_RET_VOID && st->ndiverge && v->type->simt)
+		r0->divergent = true;
 	st->pc++;
 	return 0;
 }
@@ -1407,6 +1426,10 @@ int v_step(struct verifier *v, struct vstate *st)
 
 	while (st->ndiverge && st->diverge[st->ndiverge - 1] == pc)
 		st->ndiverge--; /* reconverged */
+	/* a record held past its branch's join belongs to the level the join is at */
+	for (int i = 0; i < st->nrefs; i++)
+		if (st->refdiv[i] > st->ndiverge)
+			st->refdiv[i] = (uint8_t)st->ndiverge;
 
 	switch (d->kind) {
 	case ISA_ALU:
@@ -1417,6 +1440,8 @@ int v_step(struct verifier *v, struct vstate *st)
 		break;
 	case ISA_LDDW:
 		err = do_lddw(v, st, in);
+		if (!err && st->ndiverge && v->type->simt)
+			R(st, in->dst_reg)->divergent = true;	/* as below: differs after the join */
 		if (!err)
 			st->pc += 2;
 		return err;

@@ -47,7 +47,7 @@
  *     memory, split into shards (struct gpuext_ptx_ringbuf_hdr + data each,
  *     below); a thread uses its SM's shard; lock-free reserve by CAS (device
  *     scope), records never wrap (a discarded padding record fills the tail),
- *     a full shard counts a drop in its own header;
+ *     a full shard (or a record larger than a shard) counts a drop in its own header;
  *   every other helper id: returns -EOPNOTSUPP (-95) (e.g. trace_printk);
  *   every kfunc (gpuext_rt_kfunc_<name>): returns -EINVAL (-22): kfuncs advise a
  *     host driver and have no meaning on a GPU; the stub only lets the PTX build.

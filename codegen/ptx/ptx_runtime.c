@@ -315,12 +315,15 @@ static const char rt_common[] =
 	"  %cp = getelementptr inbounds %gx.desc, ptr %d, i32 0, i32 5\n"
 	"  %cap32 = load i32, ptr %cp, align 4\n"
 	"  %cap = zext i32 %cap32 to i64\n"
-	"  %withhdr = add i64 %size, 8\n"
+	/*
+	 * A size the header cannot hold, or a ring the host did not place
+	 * (capacity 0), fails; a record larger than a shard is a drop (below).
+	 */
 	"  %nz = icmp ne i64 %size, 0\n"
 	"  %small = icmp ule i64 %size, 1073741823\n"
-	"  %fits = icmp ule i64 %withhdr, %cap\n"
+	"  %placed = icmp ne i64 %cap, 0\n"
 	"  %ok0 = and i1 %nz, %small\n"
-	"  %ok = and i1 %ok0, %fits\n"
+	"  %ok = and i1 %ok0, %placed\n"
 	"  br i1 %ok, label %go, label %fail\n"
 	"go:\n"
 	"  %base = load i64, ptr %d, align 8\n"
