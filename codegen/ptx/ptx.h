@@ -45,9 +45,10 @@
  *   7 get_prandom_u32: xorshift64* over (seed, global thread id, %clock64);
  *   130..134 ringbuf_output/reserve/submit/discard/query on a ring in device
  *     memory, split into shards (struct gpuext_ptx_ringbuf_hdr + data each,
- *     below); a thread uses its SM's shard; lock-free reserve by CAS (device
- *     scope), records never wrap (a discarded padding record fills the tail),
- *     a full shard (or a record larger than a shard) counts a drop in its own header;
+ *     below); a warp uses one of its SM's shards; lock-free reserve by CAS
+ *     (device scope), records never wrap (a discarded padding record fills
+ *     the tail), a full shard (or a record larger than a shard) counts a drop
+ *     in its own header;
  *   every other helper id: returns -EOPNOTSUPP (-95) (e.g. trace_printk);
  *   every kfunc (gpuext_rt_kfunc_<name>): returns -EINVAL (-22): kfuncs advise a
  *     host driver and have no meaning on a GPU; the stub only lets the PTX build.
