@@ -213,8 +213,9 @@ static const struct gpuext_func_proto std_helpers[] = {
 	  GPUEXT_RET_INTEGER,
 	  A(GPUEXT_ARG_PTR_TO_MEM, GPUEXT_ARG_CONST_SIZE, GPUEXT_ARG_ANYTHING, GPUEXT_ARG_ANYTHING,
 	    GPUEXT_ARG_ANYTHING), 0 },
+	/* per lane on a GPU (seeded by the thread id): divergent for the SIMT rules */
 	{ GPUEXT_FUNC_HELPER, BPF_FUNC_get_prandom_u32, "bpf_get_prandom_u32", h_get_prandom_u32,
-	  GPUEXT_RET_INTEGER, A(GPUEXT_ARG_NONE), 0 },
+	  GPUEXT_RET_INTEGER, A(GPUEXT_ARG_NONE), GPUEXT_FN_DIVERGENT_RET },
 	{ GPUEXT_FUNC_HELPER, BPF_FUNC_get_smp_processor_id, "bpf_get_smp_processor_id",
 	  h_get_smp_processor_id, GPUEXT_RET_INTEGER, A(GPUEXT_ARG_NONE), 0 },
 	{ GPUEXT_FUNC_HELPER, BPF_FUNC_ringbuf_output, "bpf_ringbuf_output", h_ringbuf_output,

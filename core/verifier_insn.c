@@ -740,12 +740,15 @@ static int do_atomic(struct verifier *v, struct vstate *st, const struct bpf_ins
 	err = mem_access(v, st, in->dst_reg, in->off, d->size, true, NULL, NULL, false, false);
 	if (err)
 		return err;
+	/* lanes updating one word each see a different old value */
 	if (in->imm == BPF_CMPXCHG) {
 		set_scalar_unknown(R(st, 0));
 		scalar_trunc(&R(st, 0)->s, d->size);
+		R(st, 0)->divergent = v->type->simt;
 	} else if (in->imm & BPF_FETCH) {
 		set_scalar_unknown(src);
 		scalar_trunc(&src->s, d->size);
+		src->divergent = v->type->simt;
 	}
 	return 0;
 }
@@ -849,13 +852,26 @@ static void drop_ref(struct vstate *st, uint32_t ref)
 	}
 }
 
-static void push_divergence(struct verifier *v, struct vstate *st)
+static int push_divergence(struct verifier *v, struct vstate *st, uint32_t at)
 {
-	if (st->ndiverge < VMAX_DIVERGE) {
-		int32_t r = v->ipdom[st->pc];
+	int32_t r = v->ipdom[at];
+	uint32_t join = r < 0 ? UINT32_MAX : (uint32_t)r;
+	bool held_here = false;
 
-		st->diverge[st->ndiverge++] = r < 0 ? UINT32_MAX : (uint32_t)r;
+	for (int i = 0; i < st->nrefs; i++)
+		held_here |= st->refdiv[i] == st->ndiverge;
+	/* same join as the innermost level and no record at this level: nothing tells them apart */
+	if (st->ndiverge && st->diverge[st->ndiverge - 1] == join && !held_here)
+		return 0;
+	if (st->ndiverge < VMAX_DIVERGE) {
+		st->diverge[st->ndiverge++] = join;
+		return 0;
 	}
+	if (held_here)
+		return v_reject(v, st, GPUEXT_RULE_DIVERGENT_SUBMIT, NULL,
+				"more than %d nested lane-dependent branches while holding a record",
+				VMAX_DIVERGE);
+	return 0;
 }
 
 /* Copies a refined scalar to every register and spill linked to it (same id). */
@@ -888,6 +904,7 @@ static int do_jcond(struct verifier *v, struct vstate *st, const struct bpf_insn
 	struct vreg *dst = R(st, in->dst_reg), srcv, *srcp = NULL;
 	struct vstate *other;
 	int err = need_init(v, st, in->dst_reg);
+	uint32_t bpc = st->pc;
 	bool divergent;
 
 	if (err)
@@ -909,6 +926,16 @@ static int do_jcond(struct verifier *v, struct vstate *st, const struct bpf_insn
 
 		if (is64 && vs_zero && (op == BPF_JEQ || op == BPF_JNE) && p) {
 			if (!p->maybe_null) { /* a valid pointer is never NULL */
+				if (divergent) {
+					int before = st->ndiverge;
+
+					if ((err = push_divergence(v, st, bpc)))
+						return err;
+					for (int i = 0; p->ref_id && i < st->nrefs; i++)
+						if (st->refs[i] == p->ref_id && st->refdiv[i] == before &&
+						    st->ndiverge > before)
+							st->refdiv[i] = (uint8_t)st->ndiverge;
+				}
 				st->pc = op == BPF_JNE ? target : fall;
 				return 0;
 			}
@@ -925,8 +952,10 @@ static int do_jcond(struct verifier *v, struct vstate *st, const struct bpf_insn
 			if (divergent) {
 				int before = st->ndiverge;
 
-				push_divergence(v, other);
-				push_divergence(v, st);
+				if ((err = push_divergence(v, other, bpc)))
+					return err;
+				if ((err = push_divergence(v, st, bpc)))
+					return err;
 				/*
 				 * A record reserved at this level lives on the non-NULL side of
 				 * its own check (a per-thread reserve can fail on some lanes):
@@ -970,7 +999,8 @@ static int do_jcond(struct verifier *v, struct vstate *st, const struct bpf_insn
 	 * way, so what follows is divergent until the branch's join.
 	 */
 	if (outcome >= 0 && divergent)
-		push_divergence(v, st);
+		if ((err = push_divergence(v, st, bpc)))
+			return err;
 	if (outcome == 1) {
 		st->pc = target;
 		return 0;
@@ -1001,7 +1031,8 @@ static int do_jcond(struct verifier *v, struct vstate *st, const struct bpf_insn
 			sync_linked(other, R(other, in->src_reg));
 		}
 		if (divergent)
-			push_divergence(v, other);
+			if ((err = push_divergence(v, other, bpc)))
+				return err;
 	}
 	if (!fallok) {
 		/* only the taken side is possible: continue there instead */
@@ -1023,12 +1054,35 @@ static int do_jcond(struct verifier *v, struct vstate *st, const struct bpf_insn
 		sync_linked(st, srcp);
 	}
 	if (divergent)
-		push_divergence(v, st);
+		if ((err = push_divergence(v, st, bpc)))
+			return err;
 	st->pc = fall;
 	return 0;
 }
 
 /* ---- calls ---- */
+
+/*
+ * Were any of the @size stack bytes @p points at (a checked argument) written
+ * with a per-lane value or under divergence? A variable offset covers its
+ * whole range.
+ */
+static bool stack_arg_divergent(struct verifier *v, struct vstate *st, struct vreg *p,
+				uint64_t size)
+{
+	struct vframe *f;
+	int64_t off, span;
+
+	if (!size || stack_access(v, st, p, 0, (unsigned)size, &f, &off, &span))
+		return true;	/* checked before; cannot happen, and "per lane" is the safe side */
+	for (int64_t i = 0; i < span + (int64_t)size; i++) {
+		int b;
+
+		if (slot_at(f, off + i, &b)->spill.divergent)
+			return true;
+	}
+	return false;
+}
 
 static int check_mem_arg(struct verifier *v, struct vstate *st, int regno, uint64_t size,
 			 bool write_uninit, const char *what)
@@ -1193,6 +1247,12 @@ static int call_helper(struct verifier *v, struct vstate *st, const struct bpf_i
 					    false, "map key/value memory");
 			if (err)
 				return err;
+			/* a key or value on the stack written with per-lane bytes is per lane */
+			if (v->type->simt && r->type == VT_STACK)
+				any_div |= stack_arg_divergent(v, st, r,
+							       p->args[a] == GPUEXT_ARG_PTR_TO_MAP_KEY
+								       ? gpuext_map__key_size(map)
+								       : gpuext_map__value_size(map));
 			break;
 		case GPUEXT_ARG_PTR_TO_MEM:
 		case GPUEXT_ARG_PTR_TO_UNINIT_MEM: {
@@ -1294,6 +1354,9 @@ static int call_helper(struct verifier *v, struct vstate *st, const struct bpf_i
 	case GPUEXT_RET_INTEGER:
 		set_scalar_unknown(r0);
 		r0->divergent = any_div || (p->flags & GPUEXT_FN_DIVERGENT_RET);
+		/* per lane whatever the arguments: a ring output can fail on some lanes only */
+		if (v->type->simt && kind == GPUEXT_FUNC_HELPER && p->id == BPF_FUNC_ringbuf_output)
+			r0->divergent = true;
 		/* a vote gives every lane the same answer; a shuffle too, from one source lane */
 		if (p->flags & GPUEXT_FN_UNIFORM_RET)
 			r0->divergent = false;

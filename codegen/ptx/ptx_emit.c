@@ -123,44 +123,77 @@ static bool is_ptr_copy(LLVMValueRef p)
 /*
  * Does @p surely point into an alloca (the eBPF stack)? Looks through
  * address arithmetic (the verifier lets a program add any bounded scalar to
- * a stack pointer), and through a phi or select whose every input does.
+ * a stack pointer), and through a phi or select whose every input does. A
+ * phi already on the walk (a pointer stepping through the stack in a loop)
+ * does not decide: its other inputs do.
  */
-static bool is_stack_ptr_at(LLVMValueRef p, int depth)
+struct phi_walk {
+	LLVMValueRef on[32];
+	int n;
+};
+
+static int is_stack_ptr_at(LLVMValueRef p, int depth, struct phi_walk *w)
 {
+	/* 1: stack, 0: not, -1: a phi already on the walk (no answer from here) */
 	if (!p || depth > 32)
-		return false;
+		return 0;
 	if (LLVMIsAAllocaInst(p))
-		return true;
+		return 1;
 	if (is_ptr_copy(p))
-		return is_stack_ptr_at(LLVMGetOperand(p, 0), depth + 1);
+		return is_stack_ptr_at(LLVMGetOperand(p, 0), depth + 1, w);
 	if (LLVMIsABinaryOperator(p)) {
 		LLVMOpcode op = LLVMGetInstructionOpcode(p);
 
 		/* O2 writes an add whose operands share no bits as `or disjoint` */
-		if (op == LLVMAdd || op == LLVMOr)
-			return is_stack_ptr_at(LLVMGetOperand(p, 0), depth + 1) ||
-			       is_stack_ptr_at(LLVMGetOperand(p, 1), depth + 1);
+		if (op == LLVMAdd || op == LLVMOr) {
+			int a = is_stack_ptr_at(LLVMGetOperand(p, 0), depth + 1, w);
+			int b = is_stack_ptr_at(LLVMGetOperand(p, 1), depth + 1, w);
+
+			return a == 1 || b == 1 ? 1 : a < 0 || b < 0 ? -1 : 0;
+		}
 		if (op == LLVMSub)
-			return is_stack_ptr_at(LLVMGetOperand(p, 0), depth + 1);
-		return false;
+			return is_stack_ptr_at(LLVMGetOperand(p, 0), depth + 1, w);
+		return 0;
 	}
 	if (LLVMIsAPHINode(p)) {
 		unsigned n = LLVMCountIncoming(p);
+		int seen = 0, r;
 
-		for (unsigned i = 0; i < n; i++)
-			if (!is_stack_ptr_at(LLVMGetIncomingValue(p, i), depth + 1))
-				return false;
-		return n > 0;
+		for (int i = 0; i < w->n; i++)
+			if (w->on[i] == p)
+				return -1;
+		if (w->n == (int)(sizeof(w->on) / sizeof(w->on[0])))
+			return 0;
+		w->on[w->n++] = p;
+		r = 0;
+		for (unsigned i = 0; i < n; i++) {
+			int x = is_stack_ptr_at(LLVMGetIncomingValue(p, i), depth + 1, w);
+
+			if (x == 0) {
+				r = 0;
+				seen = 0;
+				break;
+			}
+			seen |= x == 1;
+			r = 1;
+		}
+		w->n--;
+		return r && seen ? 1 : 0;
 	}
-	if (LLVMIsASelectInst(p))
-		return is_stack_ptr_at(LLVMGetOperand(p, 1), depth + 1) &&
-		       is_stack_ptr_at(LLVMGetOperand(p, 2), depth + 1);
-	return false;
+	if (LLVMIsASelectInst(p)) {
+		int a = is_stack_ptr_at(LLVMGetOperand(p, 1), depth + 1, w);
+		int b = is_stack_ptr_at(LLVMGetOperand(p, 2), depth + 1, w);
+
+		return a == 1 && b == 1 ? 1 : 0;
+	}
+	return 0;
 }
 
 static bool is_stack_ptr(LLVMValueRef p)
 {
-	return is_stack_ptr_at(p, 0);
+	struct phi_walk w = { .n = 0 };
+
+	return is_stack_ptr_at(p, 0, &w) == 1;
 }
 
 /*
@@ -237,7 +270,7 @@ static bool may_be_stack_at(LLVMValueRef p, int depth)
  * on its stack. The stack is private to the thread, so a plain
  * load/op/store has the same result. Returns the number rewritten.
  */
-static unsigned demote_stack_atomics(LLVMModuleRef mod, LLVMContextRef ctx)
+unsigned gpuext_ptx_demote_stack_atomics(LLVMModuleRef mod, LLVMContextRef ctx)
 {
 	LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
 	unsigned n = 0;
@@ -457,7 +490,7 @@ int gpuext_ptx_emit(struct gpuext_prog *prog, const char *sm, bool per_thread, c
 	if (err)
 		goto out;
 	internalize(mod);
-	demote_stack_atomics(mod, ctx);
+	gpuext_ptx_demote_stack_atomics(mod, ctx);
 	if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
 		gpuext_log(prog->rt, GPUEXT_LOG_WARN, "ptx: program %s: invalid module: %.600s",
 			   prog->name, msg ? msg : "?");
@@ -473,7 +506,7 @@ int gpuext_ptx_emit(struct gpuext_prog *prog, const char *sm, bool per_thread, c
 		goto out;
 	}
 	/* O2 folds pointer round trips, which can reveal more stack atomics. */
-	if (demote_stack_atomics(mod, ctx))
+	if (gpuext_ptx_demote_stack_atomics(mod, ctx))
 		gpuext_cg_optimize(mod, tm);
 	gpuext_ptx_global_atomics(mod, ctx);
 	if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &msg, &out) ||

@@ -51,6 +51,14 @@ int gpuext_ptx_define_stubs(struct gpuext_runtime *rt, const char *who, LLVMModu
 			    LLVMContextRef ctx);
 
 /*
+ * PTX has no atomics on .local memory, yet eBPF may do atomics on its stack:
+ * every atomic whose address surely is the stack becomes a plain
+ * load/op/store (the stack is private to the thread). Returns the number
+ * rewritten.
+ */
+unsigned gpuext_ptx_demote_stack_atomics(LLVMModuleRef mod, LLVMContextRef ctx);
+
+/*
  * Puts every atomic of @mod whose address is generic and surely not the
  * eBPF stack in the global space (an addrspacecast to addrspace(1) before
  * it): eBPF atomics work on the stack (demoted to plain code), map values and

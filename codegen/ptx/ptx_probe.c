@@ -918,8 +918,12 @@ int gpuext_ptx_probe_emit(struct gpuext_object *obj, const char *sm, bool per_th
 	}
 	LLVMDisposeMessage(msg);
 	msg = NULL;
+	gpuext_ptx_demote_stack_atomics(mod, ctx);
 	err = gpuext_cg_optimize(mod, tm);
 	if (!err && fold_int_ptr_round_trips(mod, ctx))
+		err = gpuext_cg_optimize(mod, tm);
+	/* O2 folds pointer round trips, which can reveal more stack atomics */
+	if (!err && gpuext_ptx_demote_stack_atomics(mod, ctx))
 		err = gpuext_cg_optimize(mod, tm);
 	if (err)
 		goto out;
