@@ -4,7 +4,8 @@
  * off the end, register liveness, post-dominators for SIMT), then a
  * depth-first walk of every path with state pruning, the instruction
  * budget, and a kernel-style log. The per-instruction rules live in
- * verifier_insn.c.
+ * verifier_insn.c, conditional jumps (and the SIMT divergence they cause)
+ * in verifier_branch.c.
  *
  * Pruning: at prune points (jump targets, branch fall-throughs, calls) the
  * state is stored. A new state covered by a stored state whose paths are
