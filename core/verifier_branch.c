@@ -45,17 +45,6 @@ static void mark_null_outcome(struct vstate *st, uint32_t id, bool is_null)
 	}
 }
 
-static void drop_ref(struct vstate *st, uint32_t ref)
-{
-	for (int i = 0; i < st->nrefs; i++) {
-		if (st->refs[i] == ref) {
-			st->refdiv[i] = st->refdiv[st->nrefs - 1];
-			st->refs[i] = st->refs[--st->nrefs];
-			return;
-		}
-	}
-}
-
 static int push_divergence(struct verifier *v, struct vstate *st, uint32_t at)
 {
 	int32_t r = v->ipdom[at];

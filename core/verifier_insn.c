@@ -820,13 +820,7 @@ static int check_mem_arg(struct verifier *v, struct vstate *st, int regno, uint6
 
 static void release_ref(struct vstate *st, uint32_t ref)
 {
-	for (int i = 0; i < st->nrefs; i++) {
-		if (st->refs[i] == ref) {
-			st->refdiv[i] = st->refdiv[st->nrefs - 1];
-			st->refs[i] = st->refs[--st->nrefs];
-			break;
-		}
-	}
+	drop_ref(st, ref);
 	for (int f = 0; f <= st->curframe; f++) {
 		for (int r = 0; r < 11; r++)
 			if (st->frames[f]->regs[r].ref_id == ref)

@@ -75,6 +75,18 @@ static inline const char *type_str(enum vtype t)
 	return "?";
 }
 
+/* Forgets a held ring-record reference (its level goes with it). */
+static inline void drop_ref(struct vstate *st, uint32_t ref)
+{
+	for (int i = 0; i < st->nrefs; i++) {
+		if (st->refs[i] == ref) {
+			st->refdiv[i] = st->refdiv[st->nrefs - 1];
+			st->refs[i] = st->refs[--st->nrefs];
+			return;
+		}
+	}
+}
+
 /* verifier_branch.c: a conditional jump (ranges, NULL checks, divergence) */
 int v_jcond(struct verifier *v, struct vstate *st, const struct bpf_insn *in,
 	    const struct isa_decoded *d);
