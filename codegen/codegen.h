@@ -44,6 +44,12 @@ struct gpuext_cg_lift_opts {
 	size_t sz;
 	enum gpuext_cg_target target;	/* data layout, triple, address spaces */
 	const char *entry_name;		/* default: the program's name */
+	/*
+	 * NULL, or the verifier's gpuext_verify_result.mem_align for this
+	 * program: loads and stores get that alignment (capped at their size)
+	 * instead of 1 where the base is not the frame pointer.
+	 */
+	const uint8_t *mem_align;
 };
 
 /*

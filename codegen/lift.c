@@ -44,6 +44,7 @@ struct lifter {
 	LLVMModuleRef mod;
 	LLVMBuilderRef b;
 	struct isa_decoded *dec;	/* one per slot */
+	const uint8_t *mem_align;	/* per slot, or NULL: gpuext_cg_lift_opts */
 
 	LLVMTypeRef i1, i8, i16, i32, i64, ptr_mem, ptr_stack, stack_ty, fn_ty, helper_ty;
 	LLVMValueRef *fns;		/* one per eBPF function */
@@ -145,8 +146,8 @@ static LLVMValueRef get_fn(struct lifter *l, const char *name, LLVMTypeRef ty)
  * to the frame's alloca directly (natural alignment when the offset has it:
  * the alloca is 16-byte aligned); the rest are align 1, as eBPF allows.
  */
-static LLVMValueRef mem_ptr(struct lifter *l, unsigned reg, int16_t off, unsigned size,
-			    unsigned *align)
+static LLVMValueRef mem_ptr(struct lifter *l, size_t at_insn, unsigned reg, int16_t off,
+			    unsigned size, unsigned *align)
 {
 	LLVMValueRef idx, base;
 
@@ -157,7 +158,10 @@ static LLVMValueRef mem_ptr(struct lifter *l, unsigned reg, int16_t off, unsigne
 		idx = c64(l, (uint64_t)at);
 		return LLVMBuildGEP2(l->b, l->i8, l->stack, &idx, 1, "");
 	}
-	*align = 1;
+	/* What the verifier proved for this access on every path, or nothing. */
+	*align = l->mem_align && l->mem_align[at_insn] ? l->mem_align[at_insn] : 1;
+	if (*align > size)
+		*align = size;
 	base = LLVMBuildIntToPtr(l->b, rd(l, reg), l->ptr_mem, "");
 	if (!off)
 		return base;
@@ -275,10 +279,11 @@ static int lift_bswap(struct lifter *l, const struct bpf_insn *in)
 /* Memory                                                               */
 /* ------------------------------------------------------------------ */
 
-static void lift_ldx(struct lifter *l, const struct bpf_insn *in, const struct isa_decoded *d)
+static void lift_ldx(struct lifter *l, size_t idx, const struct bpf_insn *in,
+		     const struct isa_decoded *d)
 {
 	unsigned align;
-	LLVMValueRef p = mem_ptr(l, in->src_reg, in->off, d->size, &align);
+	LLVMValueRef p = mem_ptr(l, idx, in->src_reg, in->off, d->size, &align);
 	LLVMValueRef v = LLVMBuildLoad2(l->b, int_ty(l, d->size * 8), p, "");
 
 	LLVMSetAlignment(v, align);
@@ -288,7 +293,8 @@ static void lift_ldx(struct lifter *l, const struct bpf_insn *in, const struct i
 	wr(l, in->dst_reg, v);
 }
 
-static void lift_store(struct lifter *l, const struct bpf_insn *in, const struct isa_decoded *d)
+static void lift_store(struct lifter *l, size_t idx, const struct bpf_insn *in,
+		       const struct isa_decoded *d)
 {
 	unsigned align;
 	LLVMTypeRef ty = int_ty(l, d->size * 8);
@@ -299,7 +305,7 @@ static void lift_store(struct lifter *l, const struct bpf_insn *in, const struct
 	else
 		v = d->size < 8 ? LLVMBuildTrunc(l->b, rd(l, in->src_reg), ty, "")
 				: rd(l, in->src_reg);
-	p = mem_ptr(l, in->dst_reg, in->off, d->size, &align);
+	p = mem_ptr(l, idx, in->dst_reg, in->off, d->size, &align);
 	st = LLVMBuildStore(l->b, v, p);
 	LLVMSetAlignment(st, align);
 }
@@ -314,7 +320,7 @@ static int lift_atomic(struct lifter *l, size_t idx, const struct bpf_insn *in,
 	int code = in->imm;
 
 	/* Atomics are naturally aligned (the verifier and the interpreter insist). */
-	p = mem_ptr(l, in->dst_reg, in->off, d->size, &align);
+	p = mem_ptr(l, idx, in->dst_reg, in->off, d->size, &align);
 	v = rd(l, in->src_reg);
 	if (d->size < 8)
 		v = LLVMBuildTrunc(l->b, v, ty, "");
@@ -625,9 +631,9 @@ static int lift_insn(struct lifter *l, size_t idx)
 	case ISA_ALU: return lift_alu(l, idx, in, d);
 	case ISA_BSWAP: return lift_bswap(l, in);
 	case ISA_LDDW: return lift_lddw(l, idx, in);
-	case ISA_LDX: lift_ldx(l, in, d); return 0;
+	case ISA_LDX: lift_ldx(l, idx, in, d); return 0;
 	case ISA_ST:
-	case ISA_STX: lift_store(l, in, d); return 0;
+	case ISA_STX: lift_store(l, idx, in, d); return 0;
 	case ISA_ATOMIC: return lift_atomic(l, idx, in, d);
 	case ISA_JA:
 		t = target_bb(l, idx, isa_jump_target(in, idx));
@@ -771,6 +777,8 @@ int gpuext_cg_lift(struct gpuext_prog *prog, LLVMContextRef ctx,
 		target = opts->target;
 		if (opts->sz >= offsetof(struct gpuext_cg_lift_opts, entry_name) + sizeof(const char *))
 			entry_name = opts->entry_name;
+		if (opts->sz >= offsetof(struct gpuext_cg_lift_opts, mem_align) + sizeof(opts->mem_align))
+			l.mem_align = opts->mem_align;
 	}
 	l.td = gpuext_cg_target_desc(target);
 	if (!l.td)

@@ -1097,6 +1097,11 @@ int gpuext_prog__verify(struct gpuext_prog *prog, const struct gpuext_verify_opt
 		err = -ENOMEM;
 		goto out;
 	}
+	if (res && res->sz >= offsetof(struct gpuext_verify_result, mem_align) + sizeof(res->mem_align) &&
+	    res->mem_align) {
+		r.mem_align = v.mem_align = res->mem_align;
+		memset(v.mem_align, 0, v.cnt);
+	}
 	err = isa_check_program(v.insns, v.cnt, &bad_idx, why, sizeof(why));
 	if (err) {
 		struct vstate at = { .pc = (uint32_t)bad_idx };

@@ -181,6 +181,7 @@ struct verifier {
 	size_t cnt;
 	struct isa_decoded *dec;
 	uint8_t *prune_point;		/* per insn */
+	uint8_t *mem_align;		/* per insn, or NULL: gpuext_verify_result.mem_align */
 	uint8_t *is_func_start;
 	int32_t *ipdom;			/* immediate post-dominator per insn (SIMT), -1 = exit */
 	struct vcheckpoint **cps;	/* per insn list */

@@ -268,6 +268,26 @@ static const struct gpuext_ctx_field *ctx_field(struct verifier *v, int64_t off,
  * the loaded value; for stores, @val is the stored register (NULL for an
  * immediate, @zero when it is 0).
  */
+/*
+ * The alignment this path proves for an access through @p + @ioff, kept as
+ * the minimum over the paths that reach the instruction (a pruned path is
+ * covered: its pointer's offsets are a subset of the stored state's). The
+ * context, frames, map values and ring-buffer records start 8-aligned; other
+ * memory (variables, memory a context field points to) counts 1.
+ */
+static void note_align(struct verifier *v, const struct vstate *st, const struct vreg *p, int32_t ioff)
+{
+	bool based8 = p->type == VT_CTX || p->type == VT_STACK || p->type == VT_MAP_VALUE ||
+		      (p->type == VT_MEM && p->ref_id);
+	uint64_t at = (uint64_t)((int64_t)p->off + ioff) + p->s.var.value;
+	uint8_t a = based8 ? 8 : 1, *slot = &v->mem_align[st->pc];
+
+	while (a > 1 && ((at & (a - 1u)) || (p->s.var.mask & (a - 1u))))
+		a >>= 1;
+	if (!*slot || a < *slot)
+		*slot = a;
+}
+
 static int mem_access(struct verifier *v, struct vstate *st, int regno, int32_t ioff, unsigned size,
 		      bool write, struct vreg *out, const struct vreg *val, bool zero, bool sext)
 {
@@ -292,6 +312,8 @@ static int mem_access(struct verifier *v, struct vstate *st, int regno, int32_t 
 				"store scalars only; pointers may not leave the program",
 				"a pointer is stored into %s (leaks an address)", type_str(p->type));
 
+	if (v->mem_align)
+		note_align(v, st, p, ioff);
 	switch (p->type) {
 	case VT_STACK:
 		err = stack_access(v, st, p, ioff, size, &f, &off, &span);

@@ -20,7 +20,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "asm.h"
 #include "gpuext/probe.h"
+#include "gpuext/verifier.h"
 #include "ptx/ptx.h"
 #include "testlib.h"
 
@@ -394,6 +396,11 @@ static void test_tools(void)
 				continue;
 			}
 			CHECK(ev != 0);
+			/* No field of theirs is narrower than 4 bytes: every access is proven aligned. */
+			if (count_str(text, "st.u8") + count_str(text, "st.b8") +
+			    count_str(text, "ld.u8") + count_str(text, "ld.b8"))
+				test_fail(__FILE__, __LINE__, "%s: byte-wise loads or stores in the "
+					  "probe code (an access not proven aligned)", what);
 			vp = strstr(text, "// gpuext-ptx-version ");
 			if (vp)
 				sscanf(vp + 22, "%15[0-9.]", version);
@@ -594,6 +601,102 @@ static void test_hash_layout(void)
 	gpuext_runtime__free(rt);
 }
 
+/*
+ * gpuext_verify_result.mem_align: the alignment proven for each access
+ * (what lets the PTX lifter emit one st.u64 for a u64 field instead of eight
+ * st.u8). A raw program first, every value checked; then every load and
+ * store of the kerneldur tool, which must all be proven naturally aligned.
+ */
+static void test_mem_align(void)
+{
+	static const char src[] =
+		"r2 = r10\n"
+		"r2 += -16\n"
+		"r3 = 0x1\n"
+		"*(u64 *)(r2 + 0x0) = r3\n"	/* 3: fp-16: 8 */
+		"*(u32 *)(r2 + 0xc) = w3\n"	/* 4: fp-4: 4 */
+		"*(u16 *)(r2 + 0xa) = w3\n"	/* 5: fp-6: 2 */
+		"*(u8 *)(r2 + 0x9) = w3\n"	/* 6: fp-7: 1 */
+		"r0 = *(u64 *)(r1 + 0x8)\n"	/* 7: the context, 8-aligned: 8 */
+		"if r0 > 0x3 goto +1\n"
+		"r2 += 4\n"			/* paths meet with fp-16 and fp-12 */
+		"r0 = *(u32 *)(r2 + 0x0)\n"	/* 10: 4 on one path, 8 on the other: 4 */
+		"r0 = 0x0\n"
+		"exit\n";
+	static const uint8_t want[] = { 0, 0, 0, 8, 4, 2, 1, 8, 0, 0, 4, 0, 0 };
+	GPUEXT_OPTS(gpuext_asm_opts, ao);
+	GPUEXT_OPTS(gpuext_verify_opts, vo, .type = GPUEXT_PROG_HOST, .ctx_size = 16);
+	struct gpuext_verify_result res = { .sz = sizeof(res) };
+	struct gpuext_runtime *rt = new_rt();
+	struct gpuext_object *obj = NULL;
+	struct gpuext_prog *prog = NULL;
+	struct bpf_insn *code = NULL;
+	uint8_t got[sizeof(want)];
+	size_t cnt = 0;
+	char err[256], path[512];
+	unsigned checked = 0;
+
+	ao.rt = rt;
+	CHECK(rt != NULL);
+	if (!rt)
+		return;
+	CHECK_EQ_INT(gpuext_asm(src, &ao, &code, &cnt, err, sizeof(err)), 0);
+	CHECK_EQ_INT(cnt, sizeof(want));
+	if (cnt == sizeof(want) && !gpuext_prog__new(rt, "align", code, cnt, NULL, 0, &prog)) {
+		memset(got, 0xee, sizeof(got));
+		res.mem_align = got;
+		CHECK_EQ_INT(gpuext_prog__verify(prog, &vo, &res), 0);
+		CHECK(res.accepted);
+		CHECK(res.mem_align == got);
+		for (size_t i = 0; i < cnt; i++)
+			if (got[i] != want[i])
+				test_fail(__FILE__, __LINE__, "insn %zu: alignment %u, want %u", i,
+					  got[i], want[i]);
+		gpuext_prog__free(prog);
+	}
+	free(code);
+	snprintf(path, sizeof(path), "%s/../../tools/probes/kerneldur.bpf.o", GPUEXT_TEST_BPF_DIR);
+	if (access(path, R_OK)) {
+		printf("test_codegen_ptx_probe: %s not built: alignment of its fields not checked\n",
+		       path);
+		gpuext_runtime__free(rt);
+		return;
+	}
+	CHECK_EQ_INT(gpuext_object__open_file(rt, path, NULL, &obj), 0);
+	for (size_t i = 0; obj && i < gpuext_object__prog_cnt(obj); i++) {
+		GPUEXT_OPTS(gpuext_verify_opts, dv, .type = GPUEXT_PROG_DEVICE_PROBE);
+		struct gpuext_prog *p = gpuext_object__prog(obj, i);
+		const struct bpf_insn *in = gpuext_prog__insns(p);
+		size_t n = gpuext_prog__insn_cnt(p);
+		uint8_t *a = calloc(n, 1);
+
+		res = (struct gpuext_verify_result){ .sz = sizeof(res), .mem_align = a };
+		CHECK(a != NULL);
+		if (!a)
+			break;
+		CHECK_EQ_INT(gpuext_prog__verify(p, &dv, &res), 0);
+		for (size_t k = 0; k < n; k++) {
+			unsigned cls = BPF_CLASS(in[k].code), size;
+
+			if (cls != BPF_LDX && cls != BPF_ST && cls != BPF_STX)
+				continue;
+			if (in[k].dst_reg == BPF_REG_10 || in[k].src_reg == BPF_REG_10)
+				continue;	/* the frame: the lifter knows */
+			size = BPF_SIZE(in[k].code) == BPF_DW ? 8 : BPF_SIZE(in[k].code) == BPF_W ? 4 :
+			       BPF_SIZE(in[k].code) == BPF_H ? 2 : 1;
+			checked += a[k] != 0;
+			if (a[k] && a[k] < size)
+				test_fail(__FILE__, __LINE__, "%s insn %zu: %u-byte access proven "
+					  "%u-aligned only", gpuext_prog__name(p), k, size, a[k]);
+		}
+		free(a);
+	}
+	CHECK(checked >= 4);
+	printf("test_codegen_ptx_probe: %u kerneldur accesses proven naturally aligned\n", checked);
+	gpuext_object__close(obj);
+	gpuext_runtime__free(rt);
+}
+
 int main(void)
 {
 	const char *p = getenv("GPUEXT_PTXAS");
@@ -602,6 +705,7 @@ int main(void)
 		p = GPUEXT_PTXAS;
 	test_hash_layout();
 	test_guards();
+	test_mem_align();
 	if (!*p || strstr(p, "NOTFOUND") || access(p, X_OK)) {
 		printf("test_codegen_ptx_probe: SKIP: ptxas not found (GPUEXT_PTXAS='%s'); install "
 		       "the CUDA toolkit (ptxas in /usr/local/cuda/bin) and re-run cmake\n", p);

@@ -3,8 +3,9 @@
  * gpuext trace without a GPU (tools/gpuext/trace_lib.c): argument parsing,
  * log2 histogram maths, pairing launches with first-block starts, SM
  * imbalance, kernels.txt, the memtrace -> simulator trace conversion (read
- * back through the simulator's own validating reader), and the pack built
- * from the real tools/probes objects.
+ * back through the simulator's own validating reader), kerneldur's device
+ * programs run in the interpreter, and the pack built from the real
+ * tools/probes objects.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -445,6 +446,112 @@ static void test_pack(void)
 	}
 }
 
+/* One probe run in the reference interpreter, as on a GPU lane. */
+static void kdur_run(struct gpuext_prog *p, uint32_t block_x, uint32_t warp, uint32_t lane,
+		     uint64_t timer)
+{
+	struct gpuext_probe_ctx c = {
+		.kernel_id = 69, .timer_ns = timer, .grid_dim = { 64, 1, 1 }, .block_dim = { 64, 1, 1 },
+		.block_id = { block_x, 0, 0 }, .thread_id = { warp * 32 + lane, 0, 0 },
+		.lane_id = lane, .warp_id = warp,
+	};
+	GPUEXT_OPTS(gpuext_run_opts, ro, .ctx = &c, .ctx_len = sizeof(c));
+	uint64_t r0 = 1;
+
+	CHECK_EQ_INT(gpuext_prog__run(p, &ro, &r0), 0);
+	CHECK_EQ_U64(r0, 0);
+}
+
+static uint64_t kdur_hist(struct gpuext_object *obj, uint32_t bucket)
+{
+	uint64_t v = 0;
+
+	CHECK_EQ_INT(gpuext_map__lookup(gpuext_object__find_map(obj, "hist"), &bucket, &v), 0);
+	return v;
+}
+
+/*
+ * kerneldur's device programs, run in the interpreter launch by launch: the
+ * next launch's block (0,0,0) folds the previous one (latest end before its
+ * own start), the host folds the last (trace_kdur_pending()), and the
+ * approximations its header comment states hold as stated.
+ */
+static void test_kerneldur(void)
+{
+	struct gpuext_runtime *rt = NULL;
+	struct gpuext_object *obj = NULL;
+	struct gpuext_prog *in, *out;
+	struct gx_kdur_state s, sum;
+	uint32_t slot = 69 % GX_KDUR_KSLOTS;
+	uint64_t total;
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/kerneldur.bpf.o", GPUEXT_TEST_PROBE_DIR);
+	CHECK_EQ_INT(gpuext_runtime__new(NULL, &rt), 0);
+	CHECK_EQ_INT(gpuext_object__open_file(rt, path, NULL, &obj), 0);
+	if (!obj) {
+		gpuext_runtime__free(rt);
+		return;
+	}
+	in = gpuext_object__find_prog(obj, "kerneldur_entry");
+	out = gpuext_object__find_prog(obj, "kerneldur_exit");
+	CHECK(in && out);
+	if (!in || !out)
+		goto done;
+	/* Launch 1 starts at 1000; only block (0,0,0), warp 0, lane 0 stamps it. */
+	kdur_run(in, 1, 0, 0, 900);
+	kdur_run(in, 0, 1, 0, 900);
+	kdur_run(in, 0, 0, 1, 900);
+	kdur_run(in, 0, 0, 0, 1000);
+	kdur_run(out, 0, 0, 0, 1500);
+	kdur_run(out, 2, 0, 0, 2600);
+	kdur_run(out, 1, 0, 0, 2400);
+	kdur_run(out, 1, 1, 0, 9999);	/* warp 1: not the block's exit stamp */
+	CHECK_EQ_INT(gpuext_map__lookup(gpuext_object__find_map(obj, "state"), &slot, &s), 0);
+	CHECK_EQ_U64(s.pending, 1);
+	CHECK_EQ_U64(s.start_ns, 1000);
+	CHECK_EQ_U64(s.runs, 0);
+	CHECK_EQ_U64(s.end[2].ns, 2600);
+	/* The host's view of the launch in flight: 2600 - 1000. */
+	CHECK_EQ_U64(trace_kdur_pending(&s, &total), 1);
+	CHECK_EQ_U64(total, 1600);
+	/* Launch 2 at 10000 folds launch 1; one exit at 13000. */
+	kdur_run(in, 0, 0, 0, 10000);
+	kdur_run(out, 3, 0, 0, 13000);
+	/* Launch 3: a block of it ends (20500) before its block (0,0,0) (20000) folds launch 2. */
+	kdur_run(out, 4, 0, 0, 20500);
+	kdur_run(in, 0, 0, 0, 20000);
+	CHECK_EQ_INT(gpuext_map__lookup(gpuext_object__find_map(obj, "state"), &slot, &s), 0);
+	CHECK_EQ_U64(s.runs, 2);
+	CHECK_EQ_U64(s.total_ns, 1600 + 3000);
+	CHECK_EQ_U64(s.max_ns, 3000);
+	CHECK_EQ_U64(s.unfinished, 0);
+	CHECK_EQ_U64(s.start_ns, 20000);
+	CHECK_EQ_U64(s.end[4].ns, 0);	/* reset by the fold: the early end is not launch 3's last */
+	CHECK_EQ_U64(kdur_hist(obj, 10), 1);	/* 1600 ns */
+	CHECK_EQ_U64(kdur_hist(obj, 11), 1);	/* 3000 ns */
+	/* Nothing of launch 3 has ended yet: no pending launch to show. */
+	CHECK_EQ_U64(trace_kdur_pending(&s, &total), 0);
+	CHECK_EQ_U64(total, 0);
+	/* Launch 4 starts before any block of launch 3 ended: unfinished, not timed. */
+	kdur_run(in, 0, 0, 0, 30000);
+	kdur_run(out, 7, 0, 0, 30700);
+	CHECK_EQ_INT(gpuext_map__lookup(gpuext_object__find_map(obj, "state"), &slot, &s), 0);
+	CHECK_EQ_U64(s.runs, 2);
+	CHECK_EQ_U64(s.unfinished, 1);
+	CHECK_EQ_U64(s.kernel_id, 69);
+	/* Two GPUs as the mirror adds them: 700 + 900 ns from two pending launches. */
+	sum = s;
+	sum.pending = 2;
+	sum.start_ns = 30000 + 50000;
+	sum.end[7].ns = 30700 + 50900;
+	CHECK_EQ_U64(trace_kdur_pending(&sum, &total), 2);
+	CHECK_EQ_U64(total, 1600);
+done:
+	gpuext_object__close(obj);
+	gpuext_runtime__free(rt);
+}
+
 int main(void)
 {
 	test_args();
@@ -455,6 +562,7 @@ int main(void)
 	test_kernels();
 	test_memtrace_to_sim();
 	test_mem_expand();
+	test_kerneldur();
 	test_pack();
 	return test_done("test_trace_lib");
 }

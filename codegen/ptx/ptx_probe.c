@@ -744,6 +744,27 @@ bad_maps:
 	return -EINVAL;
 }
 
+/*
+ * The alignment the verifier proves for each of @prog's loads and stores
+ * (gpuext_verify_result.mem_align), for the lifter: a u64 field of a map
+ * value is then one st.u64, not eight st.u8 (PTX has no misaligned access, so
+ * an unproven one is split into bytes). NULL when it cannot be had: the
+ * lifter then assumes bytes, as before. check_prog() accepted @prog already.
+ */
+static uint8_t *proven_align(struct gpuext_prog *prog)
+{
+	GPUEXT_OPTS(gpuext_verify_opts, vo, .type = GPUEXT_PROG_DEVICE_PROBE);
+	struct gpuext_verify_result res = { .sz = sizeof(res) };
+	size_t n = gpuext_prog__insn_cnt(prog);
+
+	res.mem_align = calloc(n ? n : 1, 1);
+	if (res.mem_align && (gpuext_prog__verify(prog, &vo, &res) || !res.accepted)) {
+		free(res.mem_align);
+		return NULL;
+	}
+	return res.mem_align;
+}
+
 int gpuext_ptx_probe_emit(struct gpuext_object *obj, const char *sm, bool per_thread,
 			  uint32_t *events, char **text, size_t *len)
 {
@@ -853,9 +874,12 @@ int gpuext_ptx_probe_emit(struct gpuext_object *obj, const char *sm, bool per_th
 		ev |= 1u << e;
 		words |= ctx_words(rt, gpuext_prog__insns(p), gpuext_prog__insn_cnt(p));
 		{
-			GPUEXT_OPTS(gpuext_cg_lift_opts, lo, .target = GPUEXT_CG_PTX, .entry_name = name);
+			uint8_t *align = proven_align(p);
+			GPUEXT_OPTS(gpuext_cg_lift_opts, lo, .target = GPUEXT_CG_PTX, .entry_name = name,
+				    .mem_align = align);
 
 			err = gpuext_cg_lift(p, ctx, &lo, &pm);
+			free(align);
 		}
 		if (err) {
 			gpuext_log(rt, GPUEXT_LOG_WARN, "ptx: probe %s: lifting failed (%d)",

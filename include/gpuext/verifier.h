@@ -147,6 +147,17 @@ struct gpuext_verify_result {
 	uint64_t time_ns;
 	uint32_t stack_depth;	/* deepest combined stack, bytes */
 	uint64_t max_work;	/* device: bound on instructions per invocation */
+	/*
+	 * In: NULL, or an array of the program's instruction count in bytes.
+	 * Out (accepted programs): for each load, store and atomic, the alignment
+	 * (1, 2, 4 or 8) of its address proven on every path, counting the
+	 * context, the stack frame, map values and ring-buffer records as
+	 * 8-aligned (a caller's context must be); 1 for other memory; 0 for
+	 * every other slot. Codegen uses it to emit one wide access
+	 * where it would otherwise have to assume bytes (GPUs trap on misaligned
+	 * accesses).
+	 */
+	uint8_t *mem_align;
 };
 
 /*

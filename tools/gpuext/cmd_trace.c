@@ -698,8 +698,10 @@ static void show_smload(struct tracer *t, FILE *f, bool final, FILE *out)
 
 static void show_kerneldur(struct tracer *t, FILE *f, bool final, FILE *out)
 {
-	uint64_t b[GX_KDUR_BUCKETS];
+	uint64_t b[GX_KDUR_BUCKETS], unfinished = 0;
 	struct gpuext_map *sm = map_named(t, "state");
+	struct gx_kdur_state *s;
+	uint64_t runs[GX_KDUR_KSLOTS], total[GX_KDUR_KSLOTS], max[GX_KDUR_KSLOTS];
 	struct trace_hist h = { 0 };
 	char a[32], c[32], nb[64];
 
@@ -708,29 +710,61 @@ static void show_kerneldur(struct tracer *t, FILE *f, bool final, FILE *out)
 		fprintf(f, "kerneldur: maps hist/state not found\n");
 		return;
 	}
+	s = calloc(GX_KDUR_KSLOTS, sizeof(*s));	/* 68 KiB */
+	if (!s) {
+		fprintf(f, "kerneldur: out of memory\n");
+		return;
+	}
 	trace_hist_add_buckets(&h, b, GX_KDUR_BUCKETS);
-	fprintf(f, "kerneldur: %" PRIu64 " kernel runs timed; p50 < %s, p99 < %s\n", h.n,
+	/* The device folded every launch but each kernel's last: that one is folded here. */
+	for (uint32_t k = 0; k < GX_KDUR_KSLOTS; k++) {
+		uint64_t n, sum;
+
+		runs[k] = total[k] = max[k] = 0;
+		if (gpuext_map__lookup(sm, &k, &s[k]))
+			continue;
+		runs[k] = s[k].runs;
+		total[k] = s[k].total_ns;
+		max[k] = s[k].max_ns;
+		unfinished += s[k].unfinished;
+		n = trace_kdur_pending(&s[k], &sum);
+		for (uint64_t i = 0; i < n; i++)
+			trace_hist_add(&h, sum / n);
+		runs[k] += n;
+		total[k] += sum;
+		if (n && sum / n > max[k])
+			max[k] = sum / n;
+		/* Every GPU that ran the slot's kernel wrote its id: the mirror added them up. */
+		if (s[k].pending > 1)
+			s[k].kernel_id /= s[k].pending;
+	}
+	fprintf(f, "kerneldur: %" PRIu64 " kernel runs timed; p50 < %s, p99 < %s", h.n,
 		trace_fmt_ns(trace_hist_quantile(&h, 0.5), a, sizeof(a)),
 		trace_fmt_ns(trace_hist_quantile(&h, 0.99), c, sizeof(c)));
-	if (!final && !out)
+	if (unfinished)
+		fprintf(f, "; %" PRIu64 " launch(es) overlapped by the next one of their kernel, "
+			"not timed", unfinished);
+	fputc('\n', f);
+	if (!final && !out) {
+		free(s);
 		return;
+	}
 	if (final)
 		trace_hist_print(f, &h, true);
 	if (final)
 		fprintf(f, "  %-40s %8s %12s %12s\n", "KERNEL", "RUNS", "MEAN", "MAX");
 	for (uint32_t k = 0; k < GX_KDUR_KSLOTS; k++) {
-		struct gx_kdur_state s;
-
-		if (gpuext_map__lookup(sm, &k, &s) || !s.runs)
+		if (!runs[k])
 			continue;
 		if (final)
-			fprintf(f, "  %-40.40s %8" PRIu64 " %12s %12s\n", kname(t, s.kernel_id, nb, sizeof(nb)),
-				s.runs, trace_fmt_ns(s.total_ns / s.runs, a, sizeof(a)),
-				trace_fmt_ns(s.max_ns, c, sizeof(c)));
+			fprintf(f, "  %-40.40s %8" PRIu64 " %12s %12s\n",
+				kname(t, s[k].kernel_id, nb, sizeof(nb)), runs[k],
+				trace_fmt_ns(total[k] / runs[k], a, sizeof(a)), trace_fmt_ns(max[k], c, sizeof(c)));
 		if (out)
 			fprintf(out, "%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
-				kname(t, s.kernel_id, nb, sizeof(nb)), s.runs, s.total_ns, s.max_ns);
+				kname(t, s[k].kernel_id, nb, sizeof(nb)), runs[k], total[k], max[k]);
 	}
+	free(s);
 }
 
 static void show_generic(struct tracer *t, FILE *f, bool final)

@@ -486,6 +486,23 @@ long trace_match_launches_clk(const struct gx_launch_rec *l, size_t nl,
 
 /* ---- SM load ---------------------------------------------------------------- */
 
+uint64_t trace_kdur_pending(const struct gx_kdur_state *s, uint64_t *total_ns)
+{
+	uint64_t end = 0;
+
+	*total_ns = 0;
+	if (!s->pending)
+		return 0;
+	/* A group no GPU's block wrote is 0; one only some wrote is a partial sum, below the rest. */
+	for (unsigned g = 0; g < GX_KDUR_GROUPS; g++)
+		if (s->end[g].ns > end)
+			end = s->end[g].ns;
+	if (end <= s->start_ns)
+		return 0;
+	*total_ns = end - s->start_ns;
+	return s->pending;
+}
+
 void trace_smload(const uint64_t *blocks, size_t n, struct trace_smload *out)
 {
 	memset(out, 0, sizeof(*out));

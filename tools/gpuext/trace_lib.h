@@ -116,6 +116,20 @@ struct trace_smload {
 };
 void trace_smload(const uint64_t *blocks, size_t n, struct trace_smload *out);
 
+/* ---- kerneldur ------------------------------------------------------------- */
+
+/*
+ * The launch a kerneldur state entry still holds (probes.h: the device folds
+ * a launch when the next one of its kernel starts, so the last one is left):
+ * 0 when there is none, else how many launches (one per GPU whose mirror
+ * added into @s: `pending`) with *total_ns their durations together: the
+ * latest end minus the start (with one GPU exact; with several, the sums the
+ * mirror made give the total of the GPUs' durations, give or take the spread
+ * of their last blocks). A launch with no end after its start yet (still
+ * running, or no block ended) counts none.
+ */
+uint64_t trace_kdur_pending(const struct gx_kdur_state *s, uint64_t *total_ns);
+
 /* ---- kernels.txt ------------------------------------------------------------ */
 
 struct trace_kernel {

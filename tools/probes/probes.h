@@ -58,16 +58,30 @@ struct gx_rec_mem {
 /* kerneldur: log2 buckets of kernel durations in ns; slot per kernel hash. */
 #define GX_KDUR_BUCKETS 64
 #define GX_KDUR_KSLOTS 64
-/* kerneldur: exited blocks are counted in this many groups per kernel slot. */
-#define GX_KDUR_GROUPS 64
-/* kerneldur state[] entry per kernel slot */
+/* kerneldur: block exits stamp one of this many end times per kernel slot (%ctaid.x mod). */
+#define GX_KDUR_GROUPS 32
+/* One end time, alone in a 32-byte L2 sector: the groups' stores do not share one. */
+struct gx_kdur_end {
+	__gx_u64 ns;
+	__gx_u64 pad[3];
+};
+/*
+ * kerneldur state[] entry per kernel slot. The launch in flight is "pending"
+ * (start_ns, end[]) until the next launch of the slot folds it into runs,
+ * total_ns, max_ns and the histogram; `gpuext trace` folds the last one
+ * (trace_kdur_pending()). The host's mirror adds the values of every GPU, so
+ * pending counts the GPUs with a pending launch.
+ */
 struct gx_kdur_state {
-	__gx_u64 inflight;	/* block groups of the current launch that have completed */
-	__gx_u64 start_ns;	/* entry of block (0,0,0) of the current launch */
+	__gx_u64 pending;	/* 1: start_ns and end[] belong to a launch not folded yet */
+	__gx_u64 start_ns;	/* entry of block (0,0,0) of the pending launch */
 	__gx_u64 kernel_id;
-	__gx_u64 runs;		/* completed kernel runs */
+	__gx_u64 runs;		/* folded kernel runs */
 	__gx_u64 total_ns;
 	__gx_u64 max_ns;
+	__gx_u64 unfinished;	/* launches with no block exit before the next one started */
+	__gx_u64 pad;
+	struct gx_kdur_end end[GX_KDUR_GROUPS];	/* latest block exit, by %ctaid.x mod GROUPS */
 };
 
 #ifdef __bpf__
