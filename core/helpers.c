@@ -281,6 +281,22 @@ static uint64_t h_dev_shfl(struct gpuext_exec *ex, uint64_t a1, uint64_t a2, uin
 	return a2 == 0 ? a1 : 0;
 }
 
+/* Host threads may run probes at once: a CAS loop. */
+static uint64_t h_dev_atomic_max(struct gpuext_exec *ex, uint64_t a1, uint64_t a2, uint64_t a3,
+				 uint64_t a4, uint64_t a5)
+{
+	uint64_t *p = (uint64_t *)(uintptr_t)a1, old;
+
+	(void)ex; (void)a4; (void)a5;
+	if (a2 != 8 || (a1 & 7))
+		return (uint64_t)-EINVAL;
+	old = __atomic_load_n(p, __ATOMIC_RELAXED);
+	while (old < a3 &&
+	       !__atomic_compare_exchange_n(p, &old, a3, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	return 0;
+}
+
 #define DEV_HELPER(id_, name_, fn_, flags_)                                               \
 	{ GPUEXT_FUNC_HELPER, id_, name_, fn_, GPUEXT_RET_INTEGER, { GPUEXT_ARG_NONE },   \
 	  GPUEXT_FN_DEVICE_ONLY | (flags_) }
@@ -305,6 +321,10 @@ static const struct gpuext_func_proto dev_helpers[] = {
 	{ GPUEXT_FUNC_HELPER, GPUEXT_FUNC_warp_shfl, "gpuext_warp_shfl", h_dev_shfl,
 	  GPUEXT_RET_INTEGER, { GPUEXT_ARG_SCALAR, GPUEXT_ARG_SCALAR },
 	  GPUEXT_FN_DEVICE_ONLY | GPUEXT_FN_WARP_COLLECTIVE },
+	/* writes the 8 bytes at p: the verifier checks them as writable memory of that size */
+	{ GPUEXT_FUNC_HELPER, GPUEXT_FUNC_atomic_max, "gpuext_atomic_max", h_dev_atomic_max,
+	  GPUEXT_RET_INTEGER, { GPUEXT_ARG_PTR_TO_UNINIT_MEM, GPUEXT_ARG_CONST_SIZE, GPUEXT_ARG_SCALAR },
+	  GPUEXT_FN_DEVICE_ONLY },
 };
 
 int gpuext_register_std_helpers(struct gpuext_runtime *rt)

@@ -308,6 +308,20 @@ static void test_helpers(void)
 		INSN(BPF_LDX | BPF_MEM | BPF_DW, 3, 10, -16, 0),
 		INSN(BPF_ALU64 | BPF_ADD | BPF_X, 0, 3, 0, 0), EXIT,
 	};
+	const struct bpf_insn amax[] = {
+		INSN(BPF_ST | BPF_MEM | BPF_DW, 10, 0, -8, 5),
+		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 1, 10, 0, 0), INSN(BPF_ALU64 | BPF_ADD | BPF_K, 1, 0, 0, -8),
+		MOV64_IMM(2, 8), MOV64_IMM(3, 9), CALL(GPUEXT_FUNC_atomic_max),
+		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 6, 0, 0, 0),
+		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 1, 10, 0, 0), INSN(BPF_ALU64 | BPF_ADD | BPF_K, 1, 0, 0, -8),
+		MOV64_IMM(2, 8), MOV64_IMM(3, 3), CALL(GPUEXT_FUNC_atomic_max),
+		INSN(BPF_ALU64 | BPF_ADD | BPF_X, 6, 0, 0, 0),
+		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 1, 10, 0, 0), INSN(BPF_ALU64 | BPF_ADD | BPF_K, 1, 0, 0, -8),
+		MOV64_IMM(2, 4), MOV64_IMM(3, 100), CALL(GPUEXT_FUNC_atomic_max),
+		INSN(BPF_ALU64 | BPF_ADD | BPF_X, 6, 0, 0, 0),
+		INSN(BPF_LDX | BPF_MEM | BPF_DW, 0, 10, -8, 0),
+		INSN(BPF_ALU64 | BPF_ADD | BPF_X, 0, 6, 0, 0), EXIT,
+	};
 	const struct bpf_insn printk[] = {
 		MOV64_IMM(1, 0), INSN(BPF_STX | BPF_MEM | BPF_DW, 10, 1, -8, 0),
 		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 1, 10, 0, 0), INSN(BPF_ALU64 | BPF_ADD | BPF_K, 1, 0, 0, -8),
@@ -383,6 +397,30 @@ static void test_helpers(void)
 		if (t) {
 			CHECK(!strstr(t, "atom.") && !strstr(t, "red."));
 			CHECK(run_ptxas(t, strlen(t), "sm_80", "varstack", NULL, 0));
+		}
+		free(t);
+		gpuext_prog__free(prog);
+		prog = NULL;
+	}
+	/*
+	 * gpuext_atomic_max on a stack slot holding 5: max with 9 (0), with 3
+	 * (0), then a 4-byte size (-EINVAL, nothing written): 9 + 0 + 0 - 22.
+	 * On the stack the atomic becomes plain code (a compare and a select).
+	 */
+	CHECK_EQ_INT(gpuext_prog__new(rt, "amax", amax, sizeof(amax) / sizeof(amax[0]), NULL, 0,
+				      &prog), 0);
+	if (prog) {
+		GPUEXT_OPTS(gpuext_run_opts, ro);
+		uint64_t r0 = 0;
+		char *t;
+
+		CHECK_EQ_INT(gpuext_prog__run(prog, &ro, &r0), 0);
+		CHECK_EQ_U64(r0, (uint64_t)(9 - 22));
+		t = emit(prog, "sm_80", true);
+		if (t) {
+			CHECK(!strstr(t, "atom.") && !strstr(t, "red."));
+			CHECK(strstr(t, "max.u64") || strstr(t, "selp.b64") || strstr(t, "setp.gt.u64"));
+			CHECK(run_ptxas(t, strlen(t), "sm_80", "amax", NULL, 0));
 		}
 		free(t);
 		gpuext_prog__free(prog);

@@ -506,6 +506,7 @@ static void test_kerneldur(void)
 	kdur_run(out, 0, 0, 0, 1500);
 	kdur_run(out, 2, 0, 0, 2600);
 	kdur_run(out, 1, 0, 0, 2400);
+	kdur_run(out, 34, 0, 0, 2500);	/* group 2 again, ending earlier: the max stays */
 	kdur_run(out, 1, 1, 0, 9999);	/* warp 1: not the block's exit stamp */
 	CHECK_EQ_INT(gpuext_map__lookup(gpuext_object__find_map(obj, "state"), &slot, &s), 0);
 	CHECK_EQ_U64(s.pending, 1);

@@ -319,8 +319,12 @@ unsigned gpuext_ptx_demote_stack_atomics(LLVMModuleRef mod, LLVMContextRef ctx)
 					case LLVMAtomicRMWBinOpAnd: nv = LLVMBuildAnd(b, old, v, ""); break;
 					case LLVMAtomicRMWBinOpOr: nv = LLVMBuildOr(b, old, v, ""); break;
 					case LLVMAtomicRMWBinOpXor: nv = LLVMBuildXor(b, old, v, ""); break;
+					case LLVMAtomicRMWBinOpUMax:	/* gpuext_atomic_max() */
+						nv = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGT, v, old, ""),
+								     v, old, "");
+						break;
 					default:
-						/* Not an eBPF atomic: leave it (ptxas will say so). */
+						/* Not one an eBPF program makes: leave it (ptxas will say so). */
 						LLVMInstructionEraseFromParent(old);
 						continue;
 					}

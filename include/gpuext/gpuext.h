@@ -213,6 +213,12 @@ enum gpuext_dev_helper {
 	GPUEXT_FUNC_warp_ballot = 0x1106,	/* (pred): bit n set = lane n is active and pred != 0 */
 	GPUEXT_FUNC_warp_first = 0x1107,	/* (v): v of the lowest active lane */
 	GPUEXT_FUNC_warp_shfl = 0x1108,		/* (v, lane): v of that lane; 0 if it is not active */
+	/*
+	 * (p, size, v): *(u64 *)p = max(*p, v), unsigned, atomically, without
+	 * waiting for the old value (eBPF has no atomic max; a CAS loop would
+	 * wait). 0, or -EINVAL (nothing done) unless size is 8 and p 8-aligned.
+	 */
+	GPUEXT_FUNC_atomic_max = 0x1109,
 };
 
 struct gpuext_func_proto {

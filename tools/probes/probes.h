@@ -58,7 +58,7 @@ struct gx_rec_mem {
 /* kerneldur: log2 buckets of kernel durations in ns; slot per kernel hash. */
 #define GX_KDUR_BUCKETS 64
 #define GX_KDUR_KSLOTS 64
-/* kerneldur: block exits stamp one of this many end times per kernel slot (%ctaid.x mod). */
+/* kerneldur: block exits raise one of this many end times per kernel slot (%ctaid.x mod). */
 #define GX_KDUR_GROUPS 32
 /* One end time, alone in a 32-byte L2 sector: the groups' stores do not share one. */
 struct gx_kdur_end {
@@ -95,6 +95,8 @@ static __u64 (* const gpuext_get_sm_id)(void) = (void *)0x1101;
 static __u64 (* const gpuext_warp_ballot)(__u64 pred) = (void *)0x1106;
 static __u64 (* const gpuext_warp_first)(__u64 v) = (void *)0x1107;
 static __u64 (* const gpuext_warp_shfl)(__u64 v, __u64 lane) = (void *)0x1108;
+/* *(__u64 *)p = max(*p, v) atomically, without waiting (size must be 8, p 8-aligned). */
+static long (* const gpuext_atomic_max)(void *p, __u32 size, __u64 v) = (void *)0x1109;
 
 /* A block's linear index in its grid, from the context. */
 static __always_inline __u32 gx_block_linear(const struct gpuext_probe_ctx *ctx)
