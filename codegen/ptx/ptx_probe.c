@@ -909,6 +909,8 @@ int gpuext_ptx_probe_emit(struct gpuext_object *obj, const char *sm, bool per_th
 			shapes[i].key_size = gpuext_map__key_size(m);
 			shapes[i].value_size = gpuext_map__value_size(m);
 			shapes[i].stride = (gpuext_map__value_size(m) + 7u) & ~7u;
+			/* what the host writes for an array or a hash (hal/nvidia/nv_maps.c) */
+			shapes[i].max_entries = gpuext_map__max_entries(m);
 		}
 		err = shapes ? gpuext_ptx_runtime_ir_shaped(nm, shapes, per_thread, vars, &ir) :
 			       -ENOMEM;

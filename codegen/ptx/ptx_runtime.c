@@ -1167,14 +1167,14 @@ static int replace_all(char **buf, size_t *len, const char *from, const char *to
 /*
  * The runtime with the maps' shapes compiled in (device probes: the object's
  * maps are known when the probes are emitted). @gpuext_rt_maps becomes an
- * LLVM constant holding each map's type, key_size, value_size and stride, so
- * O2 folds the helpers' dispatch on the map type, the key hashing loop of
- * maps that are not hashes and the multiplications by the stride: an array
- * lookup is a bounds check and an address. The fields the host writes at
- * load time (base, aux, max_entries, nr_slots: ring shards and per-SM slots
- * depend on the GPU) are read through an inline-asm copy of the pointer that
- * LLVM cannot see through, so none of them is ever folded to the
- * initializer's zero. The table keeps its 40-byte layout: the host fills it
+ * LLVM constant holding each map's type, key_size, value_size, stride and
+ * (arrays, hashes) max_entries, so O2 folds the helpers' dispatch on the map
+ * type, the key hashing loop of maps that are not hashes, the multiplications
+ * by the stride and an array's bounds check: an array lookup is an address.
+ * The fields the host writes at load time that depend on the GPU or the
+ * allocation (base, aux, a ring's max_entries (its shard size), nr_slots) are
+ * read through an inline-asm copy of the pointer that LLVM cannot see
+ * through, so none of them is ever folded to the initializer's zero. The table keeps its 40-byte layout: the host fills it
  * exactly as before (cuModuleGetGlobal + copy), and the fields it writes
  * into the "constant" are the ones the code reads from memory.
  */
@@ -1212,8 +1212,13 @@ int gpuext_ptx_runtime_ir_shaped(size_t map_cnt, const struct gpuext_ptx_map_des
 	/*
 	 * aux, max_entries, nr_slots (fields 1, 5, 7): "  %X = getelementptr
 	 * inbounds %gx.desc, ptr %P, i32 0, i32 K" becomes a laundered copy of
-	 * %P and the same GEP on it.
+	 * %P and the same GEP on it. Except max_entries where an array or a hash
+	 * reads it: the host writes the declared count there, so it is compiled
+	 * in (the bounds check of a constant key folds away, and a lookup waits
+	 * for one load, the base, not two); a ring's (its shard size) is read.
 	 */
+	const char *fn = "";
+
 	for (const char *p = buf; !err && *p;) {
 		static const char g[] = "getelementptr inbounds %gx.desc, ptr %";
 		const char *e = strchr(p, '\n'), *eq, *gp, *pe;
@@ -1221,11 +1226,15 @@ int gpuext_ptx_runtime_ir_shaped(size_t map_cnt, const struct gpuext_ptx_map_des
 		char line[512];
 
 		snprintf(line, sizeof(line), "%.*s", ln, p);
+		if (!strncmp(line, "define ", 7))
+			fn = strstr(line, "@gx.array_elem(") ? "array" :
+			     strstr(line, "@gx.hash_update(") ? "hash" : "";
 		eq = strstr(line, " = ");
 		gp = strstr(line, g);
 		pe = gp ? strchr(gp + sizeof(g) - 1, ',') : NULL;
 		if (ln < (int)sizeof(line) - 1 && eq && gp && pe &&
-		    sscanf(pe, ", i32 0, i32 %d", &k) == 1 && (k == 1 || k == 5 || k == 7)) {
+		    sscanf(pe, ", i32 0, i32 %d", &k) == 1 &&
+		    (k == 1 || (k == 5 && !*fn) || k == 7)) {
 			const char *ptr = gp + sizeof(g) - 2;	/* "%P" */
 			const char *lhs = line + strspn(line, " ");	/* "%X" */
 			int pl = (int)(pe - ptr), xl = (int)(eq - lhs);
@@ -1257,8 +1266,9 @@ int gpuext_ptx_runtime_ir_shaped(size_t map_cnt, const struct gpuext_ptx_map_des
 		const struct gpuext_ptx_map_desc *d = map_cnt ? &shapes[i] : &z;
 
 		err = append(&hdr, &hl, "%s{ i64, i64, i32, i32, i32, i32, i32, i32 } { i64 0, i64 0, "
-			     "i32 %u, i32 %u, i32 %u, i32 0, i32 %u, i32 0 }", i ? ", " : "",
-			     d->type, d->key_size, d->value_size, d->stride);
+			     "i32 %u, i32 %u, i32 %u, i32 %u, i32 %u, i32 0 }", i ? ", " : "",
+			     d->type, d->key_size, d->value_size,
+			     d->type == BPF_MAP_TYPE_RINGBUF ? 0 : d->max_entries, d->stride);
 	}
 	if (!err)
 		err = append(&hdr, &hl, "], align 8\n%s", nl + 1);

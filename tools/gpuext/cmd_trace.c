@@ -710,7 +710,7 @@ static void show_kerneldur(struct tracer *t, FILE *f, bool final, FILE *out)
 		fprintf(f, "kerneldur: maps hist/state not found\n");
 		return;
 	}
-	s = calloc(GX_KDUR_KSLOTS, sizeof(*s));	/* 68 KiB */
+	s = calloc(GX_KDUR_KSLOTS, sizeof(*s));	/* 20 KiB */
 	if (!s) {
 		fprintf(f, "kerneldur: out of memory\n");
 		return;

@@ -59,7 +59,9 @@ struct gx_rec_mem {
 #define GX_KDUR_BUCKETS 64
 #define GX_KDUR_KSLOTS 64
 /* kerneldur: block exits raise one of this many end times per kernel slot (%ctaid.x mod). */
-#define GX_KDUR_GROUPS 32
+#ifndef GX_KDUR_GROUPS
+#define GX_KDUR_GROUPS 8
+#endif
 /* One end time, alone in a 32-byte L2 sector: the groups' stores do not share one. */
 struct gx_kdur_end {
 	__gx_u64 ns;
@@ -80,7 +82,7 @@ struct gx_kdur_state {
 	__gx_u64 total_ns;
 	__gx_u64 max_ns;
 	__gx_u64 unfinished;	/* launches with no block exit before the next one started */
-	__gx_u64 pad;
+	__gx_u64 last_end;	/* the latest end the last fold found (0: none) */
 	struct gx_kdur_end end[GX_KDUR_GROUPS];	/* latest block exit, by %ctaid.x mod GROUPS */
 };
 
