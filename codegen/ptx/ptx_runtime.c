@@ -346,10 +346,14 @@ static const char rt_common[] =
 	"  br i1 %gfits, label %first, label %drop\n"
 	/*
 	 * The loop reads relaxed and takes the producer a failed CAS returns;
-	 * one acquire fence after the CAS that wins orders the record's stores
-	 * after the consumer's zeroing. An acquire load and an acq_rel CAS in
-	 * the loop put a MEMBAR and an L1 invalidation in every retry, and
-	 * eight warps of an SM retried ~13 times each (ncu, H100).
+	 * the CAS is an acquire, which keeps the record's stores after it (and
+	 * so after the consumer's zeroing, which cons moving past says is done).
+	 * ptxas makes that an L1 invalidation after the CAS. An acq_rel CAS put
+	 * a MEMBAR in every retry (eight warps of an SM retried ~13 times each,
+	 * ncu, H100); a relaxed one with an acquire fence after the winner cost
+	 * a MEMBAR.ALL.GPU per record: it waits for every store the warp has in
+	 * flight (launchlate on the decode step 1.071x with it, 1.054x without;
+	 * kernelretsnoop 1.157x, 1.126x).
 	 */
 	"first:\n"
 	"  %prod0 = load atomic i64, ptr %hdr syncscope(\"device\") monotonic, align 8\n"
@@ -368,12 +372,11 @@ static const char rt_common[] =
 	"  %full = icmp ugt i64 %used, %cap\n"
 	"  br i1 %full, label %drop, label %cas\n"
 	"cas:\n"
-	"  %pair = cmpxchg ptr %hdr, i64 %prod, i64 %np syncscope(\"device\") monotonic monotonic, align 8\n"
+	"  %pair = cmpxchg ptr %hdr, i64 %prod, i64 %np syncscope(\"device\") acquire monotonic, align 8\n"
 	"  %seen = extractvalue { i64, i1 } %pair, 0\n"
 	"  %won = extractvalue { i64, i1 } %pair, 1\n"
 	"  br i1 %won, label %got, label %loop\n"
 	"got:\n"
-	"  fence syncscope(\"device\") acquire\n"
 	"  br i1 %wraps, label %padrec, label %rec\n"
 	"padrec:\n"
 	"  %pa = add i64 %data, %off\n"
@@ -416,16 +419,17 @@ static const char rt_common[] =
 	/* Publishes (or discards) a reserved record: its header loses BUSY, after the payload. */
 	/*
 	 * The header holds len | BUSY (reserve wrote it; the verifier lets a record be
-	 * submitted or discarded once), so one XOR after a release fence clears BUSY and sets DISCARD
+	 * submitted or discarded once), so one release XOR clears BUSY and sets DISCARD
 	 * when asked: no read of the header first, which cost an L2 round trip per record.
+	 * Written as PTX: NVPTX prints a release atomicrmw as a plain atom, and a release
+	 * fence before a relaxed one added an L1 invalidation to the MEMBAR. Rings live in
+	 * global memory (cuMemAlloc), hence the cvta.
 	 */
 	"define internal void @gx.rb_commit(i64 %rec, i32 %discard) {\n"
 	"  %ha = sub i64 %rec, 8\n"
-	"  %h = inttoptr i64 %ha to ptr\n"
 	"  %flip = or i32 %discard, -2147483648\n"
-	/* An explicit fence: NVPTX prints a release atomicrmw as a plain atom. */
-	"  fence syncscope(\"device\") release\n"
-	"  %old = atomicrmw xor ptr %h, i32 %flip syncscope(\"device\") monotonic, align 8\n"
+	"  call void asm sideeffect \"{ .reg .b64 %g; cvta.to.global.u64 %g, $0; "
+	"red.release.gpu.global.xor.b32 [%g], $1; }\", \"l,r,~{memory}\"(i64 %ha, i32 %flip)\n"
 	"  ret void\n"
 	"}\n"
 	/* 130: bpf_ringbuf_output(rb, data, size, flags) */
