@@ -321,10 +321,10 @@ static const struct gpuext_func_proto dev_helpers[] = {
 	{ GPUEXT_FUNC_HELPER, GPUEXT_FUNC_warp_shfl, "gpuext_warp_shfl", h_dev_shfl,
 	  GPUEXT_RET_INTEGER, { GPUEXT_ARG_SCALAR, GPUEXT_ARG_SCALAR },
 	  GPUEXT_FN_DEVICE_ONLY | GPUEXT_FN_WARP_COLLECTIVE },
-	/* writes the 8 bytes at p: the verifier checks them as writable memory of that size */
+	/* reads and writes the 8 bytes at p: the verifier wants them initialised and writable */
 	{ GPUEXT_FUNC_HELPER, GPUEXT_FUNC_atomic_max, "gpuext_atomic_max", h_dev_atomic_max,
 	  GPUEXT_RET_INTEGER, { GPUEXT_ARG_PTR_TO_UNINIT_MEM, GPUEXT_ARG_CONST_SIZE, GPUEXT_ARG_SCALAR },
-	  GPUEXT_FN_DEVICE_ONLY },
+	  GPUEXT_FN_DEVICE_ONLY | GPUEXT_FN_MEM_RMW },
 };
 
 int gpuext_register_std_helpers(struct gpuext_runtime *rt)

@@ -789,6 +789,22 @@ static bool stack_arg_divergent(struct verifier *v, struct vstate *st, struct vr
 	return false;
 }
 
+/* What a helper wrote to the stack at @p may differ between lanes: say so. */
+static void stack_mark_divergent(struct verifier *v, struct vstate *st, struct vreg *p,
+				 uint64_t size)
+{
+	struct vframe *f;
+	int64_t off, span;
+
+	if (!size || stack_access(v, st, p, 0, (unsigned)size, &f, &off, &span))
+		return;	/* checked before the call */
+	for (int64_t i = 0; i < span + (int64_t)size; i++) {
+		int b;
+
+		slot_at(f, off + i, &b)->spill.divergent = true;
+	}
+}
+
 static int check_mem_arg(struct verifier *v, struct vstate *st, int regno, uint64_t size,
 			 bool write_uninit, const char *what)
 {
@@ -862,8 +878,9 @@ static int call_helper(struct verifier *v, struct vstate *st, const struct bpf_i
 	struct gpuext_map *map = NULL;
 	uint64_t alloc_size = 0;
 	uint32_t release = 0;
-	bool any_div = false, arg_div[5] = { false };
-	int err;
+	bool any_div = false, arg_div[5] = { false }, rmw_div = false;
+	int err, rmw_reg = 0;
+	uint64_t rmw_size = 0;
 
 	if (!p)
 		return v_reject(v, st, GPUEXT_RULE_BAD_CALL,
@@ -966,6 +983,21 @@ static int call_helper(struct verifier *v, struct vstate *st, const struct bpf_i
 						"bound the size before the call",
 						"%s: R%d unbounded memory access size (umax=%llu)", p->name,
 						regno + 1, (unsigned long long)sz->s.umax);
+			/*
+			 * A read-modify-write (gpuext_atomic_max) reads the old bytes:
+			 * they must be initialised, and what it leaves is per lane when
+			 * they were, or any argument is, or the call is under a lane
+			 * branch (marked below, once every argument has been seen).
+			 */
+			if ((p->flags & GPUEXT_FN_MEM_RMW) && p->args[a] == GPUEXT_ARG_PTR_TO_UNINIT_MEM) {
+				err = check_mem_arg(v, st, regno, sz->s.umax, false, "initialised memory");
+				if (err)
+					return err;
+				rmw_reg = regno;
+				rmw_size = sz->s.umax;
+				if (v->type->simt && r->type == VT_STACK)
+					rmw_div = stack_arg_divergent(v, st, r, rmw_size);
+			}
 			err = check_mem_arg(v, st, regno, sz->s.umax,
 					    p->args[a] == GPUEXT_ARG_PTR_TO_UNINIT_MEM, "memory");
 			if (err)
@@ -1042,6 +1074,9 @@ static int call_helper(struct verifier *v, struct vstate *st, const struct bpf_i
 					"%s: reference %u was already released", p->name, release);
 		release_ref(st, release);
 	}
+	if (rmw_reg && v->type->simt && R(st, rmw_reg)->type == VT_STACK &&
+	    (rmw_div || any_div || st->ndiverge))
+		stack_mark_divergent(v, st, R(st, rmw_reg), rmw_size);
 	for (int r = 1; r <= 5; r++)
 		set_not_init(R(st, r));
 	struct vreg *r0 = R(st, 0);

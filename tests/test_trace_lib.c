@@ -548,6 +548,36 @@ static void test_kerneldur(void)
 	sum.end[7].ns = 30700 + 50900;
 	CHECK_EQ_U64(trace_kdur_pending(&sum, &total), 2);
 	CHECK_EQ_U64(total, 1600);
+	{
+		/* the summed id wraps: a top-bit id (slot 69 % 64 = 5) is found in kernels.txt */
+		struct trace_kernel ks[2] = { { .id = 0x8000000000000045ull }, { .id = 0x445 } };
+
+		sum.kernel_id = 0x8000000000000045ull * 2;	/* 0x8a after the wrap */
+		CHECK_EQ_U64(trace_kdur_kernel_id(&sum, 5, ks, 2), 0x8000000000000045ull);
+		sum.kernel_id = 0x445 * 2;
+		CHECK_EQ_U64(trace_kdur_kernel_id(&sum, 5, ks, 2), 0x445);
+		sum.kernel_id = 0x999 * 2;	/* not listed: the quotient */
+		CHECK_EQ_U64(trace_kdur_kernel_id(&sum, 25, ks, 2), 0x999);
+		sum.pending = 1;
+		CHECK_EQ_U64(trace_kdur_kernel_id(&sum, 5, ks, 2), 0x999 * 2);	/* one GPU: as written */
+	}
+	/*
+	 * %globaltimer ticks coarsely: launch 5 ends in its own start's tick,
+	 * and launch 6 starts in that tick too. Timed (0 ns), not unfinished.
+	 */
+	kdur_run(in, 0, 0, 0, 40000);
+	CHECK_EQ_INT(gpuext_map__lookup(gpuext_object__find_map(obj, "state"), &slot, &s), 0);
+	CHECK_EQ_U64(s.runs, 3);	/* launch 4: 30000 -> 30700 */
+	CHECK_EQ_U64(kdur_hist(obj, 9), 1);
+	kdur_run(out, 0, 0, 0, 40000);
+	CHECK_EQ_INT(gpuext_map__lookup(gpuext_object__find_map(obj, "state"), &slot, &s), 0);
+	CHECK_EQ_U64(trace_kdur_pending(&s, &total), 1);
+	CHECK_EQ_U64(total, 0);
+	kdur_run(in, 0, 0, 0, 40000);
+	CHECK_EQ_INT(gpuext_map__lookup(gpuext_object__find_map(obj, "state"), &slot, &s), 0);
+	CHECK_EQ_U64(s.runs, 4);
+	CHECK_EQ_U64(s.unfinished, 1);
+	CHECK_EQ_U64(kdur_hist(obj, 0), 1);
 done:
 	gpuext_object__close(obj);
 	gpuext_runtime__free(rt);

@@ -141,6 +141,14 @@ static const char rt_common[] =
 	"  br i1 %in, label %hit, label %none\n"
 	"hit:\n"
 	"  %base = load i64, ptr %d, align 8\n"
+	/*
+	 * A table the host never filled (a context it could not set up: "its
+	 * probes see no maps") has base 0: NULL, not key x stride. With
+	 * max_entries compiled in, the bounds check no longer says so.
+	 */
+	"  %unplaced = icmp eq i64 %base, 0\n"
+	"  br i1 %unplaced, label %none, label %addr\n"
+	"addr:\n"
 	"  %sp = getelementptr inbounds %gx.desc, ptr %d, i32 0, i32 6\n"
 	"  %stride = load i32, ptr %sp, align 4\n"
 	"  %np = getelementptr inbounds %gx.desc, ptr %d, i32 0, i32 7\n"
@@ -346,9 +354,13 @@ static const char rt_common[] =
 	"  br i1 %gfits, label %first, label %drop\n"
 	/*
 	 * The loop reads relaxed and takes the producer a failed CAS returns;
-	 * the CAS is an acquire, which keeps the record's stores after it (and
-	 * so after the consumer's zeroing, which cons moving past says is done).
-	 * ptxas makes that an L1 invalidation after the CAS. An acq_rel CAS put
+	 * the CAS is an acquire (ptxas: an L1 invalidation after it), which keeps
+	 * the record's stores after it. Formally an acquire RMW does not order
+	 * the earlier relaxed load of cons before them, as the removed fence
+	 * did; what keeps them after the consumer's zeroing is that they depend
+	 * on the CAS, the CAS on cons through a branch, and a GPU does not
+	 * speculate stores (the host's zeroing and cons copy are not PTX memory
+	 * operations anyway: stream order puts the zeroing first). An acq_rel CAS put
 	 * a MEMBAR in every retry (eight warps of an SM retried ~13 times each,
 	 * ncu, H100); a relaxed one with an acquire fence after the winner cost
 	 * a MEMBAR.ALL.GPU per record: it waits for every store the warp has in
@@ -783,6 +795,9 @@ static const char rt_hash[] =
 	"define internal ptr @gx.hash_find(ptr %d, ptr %key) {\n"
 	"entry:\n"
 	"  %base = load i64, ptr %d, align 8\n"
+	"  %unplaced = icmp eq i64 %base, 0\n"	/* a table never filled: nothing found */
+	"  br i1 %unplaced, label %miss, label %go\n"
+	"go:\n"
 	"  %hdr = inttoptr i64 %base to ptr\n"
 	"  %ksp = getelementptr inbounds %gx.desc, ptr %d, i32 0, i32 3\n"
 	"  %ks = load i32, ptr %ksp, align 4\n"
@@ -794,8 +809,8 @@ static const char rt_hash[] =
 	"  %start = and i32 %h, %mask\n"
 	"  br label %loop\n"
 	"loop:\n"
-	"  %n = phi i32 [ 0, %entry ], [ %n1, %next ]\n"
-	"  %idx = phi i32 [ %start, %entry ], [ %idx1, %next ]\n"
+	"  %n = phi i32 [ 0, %go ], [ %n1, %next ]\n"
+	"  %idx = phi i32 [ %start, %go ], [ %idx1, %next ]\n"
 	"  %more = icmp ult i32 %n, %nb\n"
 	"  br i1 %more, label %probe, label %miss\n"
 	"probe:\n"
@@ -878,6 +893,9 @@ static const char rt_hash[] =
 	"  br i1 %exist, label %enoent, label %reserve\n"
 	"reserve:\n"
 	"  %base = load i64, ptr %d, align 8\n"
+	"  %unplaced = icmp eq i64 %base, 0\n"	/* a table never filled: no room */
+	"  br i1 %unplaced, label %enomem, label %count\n"
+	"count:\n"
 	"  %hdr = inttoptr i64 %base to ptr\n"
 	"  %cntp = getelementptr inbounds i8, ptr %hdr, i64 8\n"
 	"  %mxp = getelementptr inbounds %gx.desc, ptr %d, i32 0, i32 5\n"
@@ -946,6 +964,8 @@ static const char rt_hash[] =
 	"e2big:\n"
 	"  %r3 = atomicrmw sub ptr %cntp, i32 1 syncscope(\"device\") monotonic, align 4\n"
 	"  ret i64 -7\n"
+	"enomem:\n"
+	"  ret i64 -12\n"
 	"einval:\n"
 	"  ret i64 -22\n"
 	"eexist:\n"

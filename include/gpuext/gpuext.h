@@ -190,6 +190,8 @@ enum gpuext_func_kind {
 #define GPUEXT_FN_DIVERGENT_RET   (1u << 3) /* device: returns a per-lane value (lane/thread id) */
 #define GPUEXT_FN_UNIFORM_RET     (1u << 4) /* device: same result on every lane, even from
 					     * per-lane arguments (a warp vote) */
+#define GPUEXT_FN_MEM_RMW         (1u << 5) /* its PTR_TO_UNINIT_MEM argument is read, then
+					     * written (an atomic max): initialised first */
 
 /*
  * Device-only helpers every runtime declares (call src=0, imm = id), so the

@@ -44,12 +44,14 @@ if [ "${1:-}" = "--prepare" ]; then
   say "building gpuext, libgpuext-nvprobe.so and the probe tools in $build"
   cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUEXT_WERROR=OFF \
       >"$out/prepare.log" 2>&1 || { say "cmake failed"; tail -n 20 "$out/prepare.log"; exit 1; }
-  nice cmake --build "$build" -j"$jobs" --target gpuext gpuext-nvprobe probes \
+  nice cmake --build "$build" -j"$jobs" --target gpuext gpuext-nvprobe probes test_bpf_objs \
       >>"$out/prepare.log" 2>&1 || { say "build failed"; tail -n 30 "$out/prepare.log"; exit 1; }
   mkdir -p "$bundle/probes"
   rm -f "$bundle"/probes/*.bpf.o
   cp "$build/gpuext" "$build/libgpuext-nvprobe.so" "$bundle/"
   cp "$build"/tools/probes/*.bpf.o "$bundle/probes/"
+  mkdir -p "$bundle/test"
+  cp "$build"/tests/bpf/probe_unplaced.bpf.o "$bundle/test/"
   # The preload library goes into the apps' processes: glibc only.
   extra=$(ldd "$bundle/libgpuext-nvprobe.so" | awk '/=>/ {print $1}' |
           grep -vE '^(libc|libm|libdl|libpthread|librt)\.so' || true)
@@ -244,6 +246,17 @@ for p in "vecadd th_vecadd" "vecadd_odd th_vecadd_odd" "vecadd_shared th_shared"
   set -- $p
   [ -f "$logs/$2.log" ] && check same "same_$2" "$logs/base_$1.log" "$logs/$2.log"
 done
+
+say "maps that cannot be placed (a 320 MiB array): the probes see no maps, the app runs as without them"
+if traced unplaced_vecadd "$bundle/test/probe_unplaced.bpf.o" --interval 0 -- "$apps/vecadd" 1048576; then
+  check same same_unplaced_vecadd "$logs/base_vecadd.log" "$logs/unplaced_vecadd.log"
+  if grep -q "is more than" "$logs/unplaced_vecadd.log"; then
+    echo "PASS unplaced_said: the preload library names the map it could not place" | tee -a "$out/checks.txt"
+  else
+    echo "FAIL unplaced_said: no error about the 320 MiB map in the log" | tee -a "$out/checks.txt"
+    status=1
+  fi
+fi
 
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 if [ "${ngpu:-0}" -ge 2 ]; then

@@ -735,8 +735,7 @@ static void show_kerneldur(struct tracer *t, FILE *f, bool final, FILE *out)
 		if (n && sum / n > max[k])
 			max[k] = sum / n;
 		/* Every GPU that ran the slot's kernel wrote its id: the mirror added them up. */
-		if (s[k].pending > 1)
-			s[k].kernel_id /= s[k].pending;
+		s[k].kernel_id = trace_kdur_kernel_id(&s[k], k, t->kernels, t->nkernels);
 	}
 	fprintf(f, "kerneldur: %" PRIu64 " kernel runs timed; p50 < %s, p99 < %s", h.n,
 		trace_fmt_ns(trace_hist_quantile(&h, 0.5), a, sizeof(a)),
@@ -757,9 +756,11 @@ static void show_kerneldur(struct tracer *t, FILE *f, bool final, FILE *out)
 		if (!runs[k])
 			continue;
 		if (final)
-			fprintf(f, "  %-40.40s %8" PRIu64 " %12s %12s\n",
+			/* with several GPUs the mirror adds their maxima: an upper bound */
+			fprintf(f, "  %-40.40s %8" PRIu64 " %12s %s%s\n",
 				kname(t, s[k].kernel_id, nb, sizeof(nb)), runs[k],
-				trace_fmt_ns(total[k] / runs[k], a, sizeof(a)), trace_fmt_ns(max[k], c, sizeof(c)));
+				trace_fmt_ns(total[k] / runs[k], a, sizeof(a)),
+				s[k].pending > 1 ? "<= " : "", trace_fmt_ns(max[k], c, sizeof(c)));
 		if (out)
 			fprintf(out, "%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
 				kname(t, s[k].kernel_id, nb, sizeof(nb)), runs[k], total[k], max[k]);

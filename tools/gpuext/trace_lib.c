@@ -497,10 +497,22 @@ uint64_t trace_kdur_pending(const struct gx_kdur_state *s, uint64_t *total_ns)
 	for (unsigned g = 0; g < GX_KDUR_GROUPS; g++)
 		if (s->end[g].ns > end)
 			end = s->end[g].ns;
-	if (end <= s->start_ns)
+	if (!end || end < s->start_ns)	/* an end in the start's own tick counts */
 		return 0;
 	*total_ns = end - s->start_ns;
 	return s->pending;
+}
+
+uint64_t trace_kdur_kernel_id(const struct gx_kdur_state *s, uint32_t slot,
+			      const struct trace_kernel *k, size_t n)
+{
+	if (s->pending <= 1)
+		return s->kernel_id;
+	/* the sum wraps: find the listed kernel of this slot whose multiple it is */
+	for (size_t i = 0; i < n; i++)
+		if (k[i].id % GX_KDUR_KSLOTS == slot && k[i].id * s->pending == s->kernel_id)
+			return k[i].id;
+	return s->kernel_id / s->pending;	/* not listed: a best guess */
 }
 
 void trace_smload(const uint64_t *blocks, size_t n, struct trace_smload *out)

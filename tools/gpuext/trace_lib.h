@@ -130,6 +130,16 @@ void trace_smload(const uint64_t *blocks, size_t n, struct trace_smload *out);
  */
 uint64_t trace_kdur_pending(const struct gx_kdur_state *s, uint64_t *total_ns);
 
+struct trace_kernel;
+/*
+ * The kernel id of kerneldur state slot @slot: the mirror added up the id
+ * every GPU that ran the kernel wrote (`pending` of them), modulo 2^64, so
+ * with several it is the listed kernel (@k, kernels.txt) of that slot whose
+ * id times `pending` is the sum.
+ */
+uint64_t trace_kdur_kernel_id(const struct gx_kdur_state *s, uint32_t slot,
+			      const struct trace_kernel *k, size_t n);
+
 /* ---- kernels.txt ------------------------------------------------------------ */
 
 struct trace_kernel {

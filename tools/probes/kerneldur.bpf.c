@@ -16,7 +16,10 @@
  * Approximations: a block of the next launch that ends before block (0,0,0)
  * has read the ends hides its group's end of the launch before (the fold
  * skips ends after its own start, so it never counts one; the other groups
- * still hold the launch's last wave). Launches of one kernel that overlap in
+ * still hold the launch's last wave). %globaltimer ticks coarsely (about
+ * 1 us on many GPUs), so a launch may end in the tick the next one starts
+ * in, or in its own start's: both count (an end in the next start's tick
+ * from the next launch itself would too, an error of one tick). Launches of one kernel that overlap in
  * time (several streams) are cut at the next start: a launch with no block
  * end before it counts in `unfinished`. Kernels whose ids share a slot mix.
  *
@@ -73,12 +76,12 @@ int kerneldur_entry(struct gpuext_probe_ctx *ctx)
 	for (int g = 0; g < GX_KDUR_GROUPS; g++) {
 		__u64 e = s->end[g].ns;
 
-		if (e < now && e > end)
+		if (e <= now && e > end)
 			end = e;
 	}
 	s->last_end = end;
 	if (s->pending) {
-		if (end > s->start_ns) {
+		if (end && end >= s->start_ns) {
 			dur = end - s->start_ns;
 			key = gx_log2(dur);
 			b = bpf_map_lookup_elem(&hist, &key);
