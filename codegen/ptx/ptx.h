@@ -111,8 +111,8 @@ struct gpuext_ptx_map_desc {
  * In a shard, records start 8-aligned at data + (pos & (max_entries - 1))
  * with the kernel's 8-byte header (u32 len | BUSY << 31 | DISCARD << 30, u32
  * 0) and never wrap: a discarded record pads the tail when needed. The
- * header is stored BUSY at reserve and rewritten at commit, both with
- * release order after the payload, so a reader that sees a committed header
+ * header is stored BUSY at reserve (a plain store) and flipped at commit by
+ * a release XOR after the payload, so a reader that sees a committed header
  * sees the whole record. A header of 0 is "reserved, not yet written": the
  * consumer zeroes what it consumed before it moves cons. A reader of the
  * whole ring gets records in order within a shard (one SM) only; shards
