@@ -59,7 +59,7 @@
 #define GPUEXT_CODEGEN_PTX_H
 
 /* Ring shards a warp of one SM may reserve in (the shard choice below). */
-#define GPUEXT_PTX_RB_SHARDS_PER_SM 4
+#define GPUEXT_PTX_RB_SHARDS_PER_SM 8
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -100,10 +100,10 @@ struct gpuext_ptx_map_desc {
  * data base + k x max_entries. A thread reserves in shard
  * (%smid x GPUEXT_PTX_RB_SHARDS_PER_SM + ((%warpid + %ctaid.x) mod
  * GPUEXT_PTX_RB_SHARDS_PER_SM)) & (nr_slots - 1): the warps of one SM use
- * up to 4 shards, so CAS on prod and the drop counter are spread instead of
+ * up to 8 shards, so CAS on prod and the drop counter are spread instead of
  * one hot address per SM (16 warps of an SM taking turns on one CAS made
- * memtrace 8.5x on a 2^16-element kernel, H100); %ctaid.x spreads blocks
- * whose warp 0s sit in the same warp slot. A record must fit one shard
+ * memtrace 8.5x on a 2^16-element kernel, H100; 4 shards an SM 4.2x, 8
+ * 3.3x); %ctaid.x spreads blocks whose warp 0s sit in the same warp slot. A record must fit one shard
  * (size + 8 <= max_entries). nr_slots = 1 is one plain ring (what
  * gpuext_ptx_map_image() and gpuext_ptx_device__run() use); the NVIDIA
  * probes (hal/nvidia/nv_maps.c) pick more for rings of 64 KiB and up.

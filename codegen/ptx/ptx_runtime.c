@@ -30,7 +30,7 @@ _Static_assert(BPF_MAP_TYPE_PERCPU_ARRAY == 6, "per-CPU array map type");
 _Static_assert(BPF_MAP_TYPE_RINGBUF == 27, "ring buffer map type");
 _Static_assert(BPF_FUNC_ringbuf_output == 130 && BPF_FUNC_ringbuf_query == 134, "ringbuf ids");
 _Static_assert(sizeof(struct gpuext_ptx_map_desc) == 40, "map descriptor layout");
-_Static_assert(GPUEXT_PTX_RB_SHARDS_PER_SM == 4, "the shard choice below multiplies by 4");
+_Static_assert(GPUEXT_PTX_RB_SHARDS_PER_SM == 8, "the shard choice below multiplies by 8");
 _Static_assert(sizeof(struct gpuext_ptx_ringbuf_hdr) == 32, "ring header layout");
 
 /*
@@ -301,8 +301,8 @@ static const char rt_common[] =
 	"  %wp = call i32 @llvm.nvvm.read.ptx.sreg.warpid()\n"
 	"  %cx = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()\n"
 	"  %sub0 = add i32 %wp, %cx\n"
-	"  %sub = and i32 %sub0, 3\n"	/* GPUEXT_PTX_RB_SHARDS_PER_SM - 1 */
-	"  %sm4 = shl i32 %sm, 2\n"
+	"  %sub = and i32 %sub0, 7\n"	/* GPUEXT_PTX_RB_SHARDS_PER_SM - 1 */
+	"  %sm4 = shl i32 %sm, 3\n"
 	"  %k = or i32 %sm4, %sub\n"
 	"  %s = and i32 %k, %mask\n"
 	"  %r = zext i32 %s to i64\n"

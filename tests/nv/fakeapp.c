@@ -136,8 +136,8 @@ static void play_gpu(struct gpuext_ptx_map_desc *t)
 		}
 	}
 	/*
-	 * map 2: ring: 3 records in shards 0, 1, 0 (of nr_slots, 4 here: 8
-	 * SMs' worth for a 128 KiB ring), one discarded in between in shard 0.
+	 * map 2: ring: 3 records in shards 0, 1, 0 (of nr_slots, 16 here: a 128
+	 * KiB ring in 8 KiB shards), one discarded in between in shard 0.
 	 */
 	if (t[2].type == 27 && t[2].aux) {
 		printf("ring_shards %u\n", t[2].nr_slots);
