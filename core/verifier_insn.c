@@ -159,6 +159,15 @@ static int stack_read(struct verifier *v, struct vstate *st, struct vframe *f, i
 		all_zero &= t->bytes[b] == VB_ZERO;
 		spill |= t->bytes[b] == VB_SPILL;
 		div |= t->spill.divergent;
+		/*
+		 * A helper reading a spilled pointer (a map key, ring output data, an
+		 * atomic max's old value) would hand the address out: the kernel
+		 * refuses it too unless pointers may leak.
+		 */
+		if (!out && t->bytes[b] == VB_SPILL && is_ptr(&t->spill) && !v->type->allow_ptr_leaks)
+			return v_reject(v, st, GPUEXT_RULE_PTR_LEAK,
+					"pass scalars to helpers; a pointer may not leave the program",
+					"a helper reads the spilled pointer at fp%lld", (long long)(off + i));
 	}
 	if (!out)
 		return 0;

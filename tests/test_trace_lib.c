@@ -562,8 +562,9 @@ static void test_kerneldur(void)
 		CHECK_EQ_U64(trace_kdur_kernel_id(&sum, 5, ks, 2), 0x999 * 2);	/* one GPU: as written */
 	}
 	/*
-	 * %globaltimer ticks coarsely: launch 5 ends in its own start's tick,
-	 * and launch 6 starts in that tick too. Timed (0 ns), not unfinished.
+	 * %globaltimer ticks coarsely: launch 5 ends in its own start's tick:
+	 * timed (0 ns). An end in the tick launch 6 starts in is not taken: it
+	 * may be launch 6's own.
 	 */
 	kdur_run(in, 0, 0, 0, 40000);
 	CHECK_EQ_INT(gpuext_map__lookup(gpuext_object__find_map(obj, "state"), &slot, &s), 0);
@@ -573,11 +574,17 @@ static void test_kerneldur(void)
 	CHECK_EQ_INT(gpuext_map__lookup(gpuext_object__find_map(obj, "state"), &slot, &s), 0);
 	CHECK_EQ_U64(trace_kdur_pending(&s, &total), 1);
 	CHECK_EQ_U64(total, 0);
-	kdur_run(in, 0, 0, 0, 40000);
+	kdur_run(in, 0, 0, 0, 41000);
 	CHECK_EQ_INT(gpuext_map__lookup(gpuext_object__find_map(obj, "state"), &slot, &s), 0);
 	CHECK_EQ_U64(s.runs, 4);
 	CHECK_EQ_U64(s.unfinished, 1);
 	CHECK_EQ_U64(kdur_hist(obj, 0), 1);
+	/* launch 6 ends only in the tick launch 7 starts in: not taken, unfinished */
+	kdur_run(out, 1, 0, 0, 50000);
+	kdur_run(in, 0, 0, 0, 50000);
+	CHECK_EQ_INT(gpuext_map__lookup(gpuext_object__find_map(obj, "state"), &slot, &s), 0);
+	CHECK_EQ_U64(s.runs, 4);
+	CHECK_EQ_U64(s.unfinished, 2);
 done:
 	gpuext_object__close(obj);
 	gpuext_runtime__free(rt);

@@ -106,7 +106,7 @@ struct gpuext_ptx_map_desc {
  * 3.3x); %ctaid.x spreads blocks whose warp 0s sit in the same warp slot. A record must fit one shard
  * (size + 8 <= max_entries). nr_slots = 1 is one plain ring (what
  * gpuext_ptx_map_image() and gpuext_ptx_device__run() use); the NVIDIA
- * probes (hal/nvidia/nv_maps.c) pick more for rings of 64 KiB and up.
+ * probes (hal/nvidia/nv_maps.c) pick more for rings of 16 KiB and up.
  *
  * In a shard, records start 8-aligned at data + (pos & (max_entries - 1))
  * with the kernel's 8-byte header (u32 len | BUSY << 31 | DISCARD << 30, u32
@@ -115,8 +115,8 @@ struct gpuext_ptx_map_desc {
  * a release XOR after the payload, so a reader that sees a committed header
  * sees the whole record. A header of 0 is "reserved, not yet written": the
  * consumer zeroes what it consumed before it moves cons. A reader of the
- * whole ring gets records in order within a shard (one SM) only; shards
- * are read one after the other, so order across SMs is not kept.
+ * whole ring gets records in order within a shard only; shards are read
+ * one after the other, so order across shards (and SMs) is not kept.
  *
  * bpf_ringbuf_query(): AVAIL_DATA, CONS_POS, PROD_POS of the caller's shard;
  * RING_SIZE of the whole ring (max_entries x nr_slots).

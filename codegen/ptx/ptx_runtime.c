@@ -510,6 +510,9 @@ static const char rt_common[] =
 	"rb:\n"
 	"  %ap = getelementptr inbounds %gx.desc, ptr %d, i32 0, i32 1\n"
 	"  %aux = load i64, ptr %ap, align 8\n"
+	"  %unplaced = icmp eq i64 %aux, 0\n"	/* a table never filled: no headers to read */
+	"  br i1 %unplaced, label %zero, label %rbq\n"
+	"rbq:\n"
 	"  %sh = call i64 @gx.rb_shard(ptr %d)\n"
 	"  %hoff = shl i64 %sh, 5\n"
 	"  %ha = add i64 %aux, %hoff\n"
@@ -1229,6 +1232,13 @@ int gpuext_ptx_runtime_ir_shaped(size_t map_cnt, const struct gpuext_ptx_map_des
 	len = strlen(buf);
 	for (size_t i = 0; n >= 0 && i < sizeof(launder) / sizeof(launder[0]); i++)
 		n = replace_all(&buf, &len, launder[i][0], launder[i][1]);
+	/* gpuext_rt_map_value(): base 0 (a table never filled) -> the scratch below */
+	if (n >= 0)
+		n = replace_all(&buf, &len, "  %a = add i64 %base, %o\n",
+				"  %unplaced = icmp eq i64 %base, 0\n"
+				"  %sb = ptrtoint ptr addrspace(1) @gpuext_rt_scratch to i64\n"
+				"  %b = select i1 %unplaced, i64 %sb, i64 %base\n"
+				"  %a = add i64 %b, %o\n");
 	if (n < 0) {
 		free(buf);
 		return n;
@@ -1294,8 +1304,21 @@ int gpuext_ptx_runtime_ir_shaped(size_t map_cnt, const struct gpuext_ptx_map_des
 			     d->type, d->key_size, d->value_size,
 			     d->type == BPF_MAP_TYPE_RINGBUF ? 0 : d->max_entries, d->stride);
 	}
-	if (!err)
-		err = append(&hdr, &hl, "], align 8\n%s", nl + 1);
+	/*
+	 * A direct value (a global variable: a 1-entry array, ld_imm64 src=2)
+	 * has no NULL to fall back on: where the host never filled the table (a
+	 * context it could not set up) it points into zeroed scratch, not at 0.
+	 */
+	if (!err) {
+		uint32_t scratch = 8;
+
+		for (unsigned i = 0; i < map_cnt; i++)
+			if (shapes[i].type == BPF_MAP_TYPE_ARRAY && shapes[i].max_entries == 1 &&
+			    shapes[i].stride > scratch)
+				scratch = shapes[i].stride;
+		err = append(&hdr, &hl, "], align 8\n@gpuext_rt_scratch = internal addrspace(1) global "
+			     "[%u x i8] zeroinitializer, align 8\n%s", scratch, nl + 1);
+	}
 	free(buf);
 	if (err) {
 		free(hdr);

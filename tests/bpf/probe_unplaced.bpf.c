@@ -7,6 +7,9 @@
  * app must run as it would without probes. tools/gpu/probes.sh runs vecadd
  * under it and compares the app's checksum with the uninstrumented run (a
  * lookup that returned key x stride instead of NULL faulted the kernel).
+ * Every kind of access is here: array and hash lookups, a hash update, a
+ * global variable (a direct value, which has no NULL: it must land in
+ * scratch), a ring query and a ring reserve.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -33,6 +36,13 @@ struct {
 	__type(value, __u64);
 } seen SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 16);
+} recs SEC(".maps");
+
+__u64 exits_seen;
+
 SEC("probe/exit")
 int unplaced_exit(struct gpuext_probe_ctx *ctx)
 {
@@ -50,6 +60,15 @@ int unplaced_exit(struct gpuext_probe_ctx *ctx)
 		__sync_fetch_and_add(v, 1);
 	else
 		bpf_map_update_elem(&seen, &k, &one, BPF_ANY);
+	__sync_fetch_and_add(&exits_seen, 1);
+	if (bpf_ringbuf_query(&recs, BPF_RB_AVAIL_DATA) < (1 << 15)) {
+		__u64 *r = bpf_ringbuf_reserve(&recs, sizeof(*r), 0);
+
+		if (r) {
+			*r = exits_seen;
+			bpf_ringbuf_submit(r, 0);
+		}
+	}
 	return 0;
 }
 

@@ -17,9 +17,11 @@
  * has read the ends hides its group's end of the launch before (the fold
  * skips ends after its own start, so it never counts one; the other groups
  * still hold the launch's last wave). %globaltimer ticks coarsely (about
- * 1 us on many GPUs), so a launch may end in the tick the next one starts
- * in, or in its own start's: both count (an end in the next start's tick
- * from the next launch itself would too, an error of one tick). Launches of one kernel that overlap in
+ * 1 us on many GPUs): a launch that ends in its own start's tick counts
+ * (0 ns); ends in the tick the next launch starts in do not, as they may be
+ * the next launch's own (taking one would stretch the launch before by the
+ * whole gap between the two), so a launch whose last blocks all end there
+ * counts from its earlier ones, or in `unfinished`. Launches of one kernel that overlap in
  * time (several streams) are cut at the next start: a launch with no block
  * end before it counts in `unfinished`. Kernels whose ids share a slot mix.
  *
@@ -76,7 +78,7 @@ int kerneldur_entry(struct gpuext_probe_ctx *ctx)
 	for (int g = 0; g < GX_KDUR_GROUPS; g++) {
 		__u64 e = s->end[g].ns;
 
-		if (e <= now && e > end)
+		if (e < now && e > end)
 			end = e;
 	}
 	s->last_end = end;
