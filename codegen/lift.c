@@ -142,9 +142,11 @@ static LLVMValueRef get_fn(struct lifter *l, const char *name, LLVMTypeRef ty)
 }
 
 /*
- * Pointer for an access of @size bytes at reg + off. r10-based accesses go
- * to the frame's alloca directly (natural alignment when the offset has it:
- * the alloca is 16-byte aligned); the rest are align 1, as eBPF allows.
+ * Pointer for an access of @size bytes at reg + off (instruction @at_insn).
+ * r10-based accesses go to the frame's alloca directly (natural alignment
+ * when the offset has it: the alloca is 16-byte aligned); the rest get the
+ * alignment the verifier proved (gpuext_cg_lift_opts.mem_align), else 1, as
+ * eBPF allows.
  */
 static LLVMValueRef mem_ptr(struct lifter *l, size_t at_insn, unsigned reg, int16_t off,
 			    unsigned size, unsigned *align)
