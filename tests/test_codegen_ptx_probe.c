@@ -266,8 +266,16 @@ static void test_probe_all(void)
 			CHECK_STR_CONTAINS(text, ".func gpuext_probe_exit(");
 			CHECK_STR_CONTAINS(text, ".func gpuext_probe_load(");
 			CHECK_STR_CONTAINS(text, ".func gpuext_probe_store(");
-			/* One table for the object's 4 maps (4 x 40 bytes), filled by the host. */
-			CHECK_EQ_INT(count_str(text, ".visible .global .align 8 .b8 gpuext_rt_maps[160]"), 1);
+			/*
+			 * One table for the object's 4 maps (4 x 40 bytes), filled by the
+			 * host, in the constant space (every probe reads it: a constant
+			 * bank operand, no load from device memory), and so is the GPU
+			 * ordinal. Nothing reaches the table through a generic address.
+			 */
+			CHECK_EQ_INT(count_str(text, ".visible .const .align 8 .b8 gpuext_rt_maps[160]"), 1);
+			CHECK_EQ_INT(count_str(text, ".visible .const .align 4 .u32 gpuext_rt_gpu_id;"), 1);
+			CHECK(strstr(text, "ld.const.b64") != NULL);
+			CHECK(!strstr(text, "cvta.const") && !strstr(text, "cvta.to.const"));
 			CHECK(!strstr(text, "\n.version") && !strstr(text, "\n.target") &&
 			      !strstr(text, ".address_size"));
 			CHECK(!strstr(text, ".extern"));

@@ -209,7 +209,7 @@ static int wrapper_ir(size_t *cnt, uint32_t (*guard)[GPUEXT_PTX_MAX_PROGS],
 	  "declare i32 @llvm.cttz.i32(i32, i1)\n"
 	  "declare i32 @llvm.nvvm.read.ptx.sreg.laneid()\n"
 	  "declare void @llvm.nvvm.bar.warp.sync(i32)\n"
-	  "@gpuext_rt_gpu_id = addrspace(1) global i32 0, align 4\n");
+	  "@gpuext_rt_gpu_id = addrspace(4) externally_initialized global i32 0, align 4\n");
 	for (size_t v = 0; v < 4; v++)
 		for (int d = 0; d < 3; d++)
 			W("declare i32 @llvm.nvvm.read.ptx.sreg.%s.%s()\n", vec3[v].sreg, xyz[d]);
@@ -268,7 +268,7 @@ static int wrapper_ir(size_t *cnt, uint32_t (*guard)[GPUEXT_PTX_MAX_PROGS],
 		  "  %%sm = call i32 asm \"mov.u32 $0, %%smid;\", \"=r\"()\n"
 		  "  %%f_sm = getelementptr inbounds i8, ptr %%ctx, i64 %u\n"
 		  "  store i32 %%sm, ptr %%f_sm, align 4\n"
-		  "  %%gpu = load i32, ptr addrspace(1) @gpuext_rt_gpu_id, align 4\n"
+		  "  %%gpu = load i32, ptr addrspace(4) @gpuext_rt_gpu_id, align 4\n"
 		  "  %%f_gpu = getelementptr inbounds i8, ptr %%ctx, i64 %u\n"
 		  "  store i32 %%gpu, ptr %%f_gpu, align 4\n"
 		  "  %%f_args = getelementptr inbounds i8, ptr %%ctx, i64 %u\n"

@@ -1211,13 +1211,18 @@ int gpuext_ptx_runtime_ir_shaped(size_t map_cnt, const struct gpuext_ptx_map_des
 	static const char *const launder[][2] = {
 		/* base (field 0): also 8-aligned, which LLVM then knows (one st.u64, not eight st.u8) */
 		{ "  %base = load i64, ptr %d, align 8\n",
-		  "  %d.dyn0 = call ptr asm \"mov.b64 $0, $1;\", \"=l,l\"(ptr %d)\n"
-		  "  %base.raw = load i64, ptr %d.dyn0, align 8\n"
+		  "  %d.c0 = addrspacecast ptr %d to ptr addrspace(4)\n"
+		  "  %d.dyn0 = call ptr addrspace(4) asm \"mov.b64 $0, $1;\", \"=l,l\"(ptr addrspace(4) %d.c0)\n"
+		  "  %base.raw = load i64, ptr addrspace(4) %d.dyn0, align 8\n"
 		  "  %base = and i64 %base.raw, -8\n" },
 		{ "  %base = load i64, ptr addrspace(1) %p, align 8\n",
-		  "  %p.dyn0 = call ptr addrspace(1) asm \"mov.b64 $0, $1;\", \"=l,l\"(ptr addrspace(1) %p)\n"
-		  "  %base.raw = load i64, ptr addrspace(1) %p.dyn0, align 8\n"
+		  "  %p.dyn0 = call ptr addrspace(4) asm \"mov.b64 $0, $1;\", \"=l,l\"(ptr addrspace(4) %p)\n"
+		  "  %base.raw = load i64, ptr addrspace(4) %p.dyn0, align 8\n"
 		  "  %base = and i64 %base.raw, -8\n" },
+		/* the table lives in the constant space (below): its accessors point there */
+		{ "ptr addrspace(1) @gpuext_rt_maps", "ptr addrspace(4) @gpuext_rt_maps" },
+		{ "  %g = addrspacecast ptr addrspace(1) %p to ptr\n",
+		  "  %g = addrspacecast ptr addrspace(4) %p to ptr\n" },
 	};
 	unsigned nmaps = map_cnt ? (unsigned)map_cnt : 1;
 	char *buf = NULL, *hdr = NULL, *nl, *lines = NULL;
@@ -1273,9 +1278,12 @@ int gpuext_ptx_runtime_ir_shaped(size_t map_cnt, const struct gpuext_ptx_map_des
 			const char *lhs = line + strspn(line, " ");	/* "%X" */
 			int pl = (int)(pe - ptr), xl = (int)(eq - lhs);
 
-			err = append(&lines, &ll, "  %.*s.dyn = call ptr asm \"mov.b64 $0, $1;\", "
-				     "\"=l,l\"(ptr %.*s)\n%.*s%.*s.dyn%s\n", xl, lhs, pl, ptr,
-				     (int)(ptr - line), line, xl, lhs, pe);
+			err = append(&lines, &ll, "  %.*s.c = addrspacecast ptr %.*s to ptr addrspace(4)\n"
+				     "  %.*s.dyn = call ptr addrspace(4) asm \"mov.b64 $0, $1;\", "
+				     "\"=l,l\"(ptr addrspace(4) %.*s.c)\n"
+				     "  %.*s.cg = addrspacecast ptr addrspace(4) %.*s.dyn to ptr\n"
+				     "%.*s%.*s.cg%s\n", xl, lhs, pl, ptr, xl, lhs, xl, lhs,
+				     xl, lhs, xl, lhs, (int)(ptr - line), line, xl, lhs, pe);
 		} else {
 			err = append(&lines, &ll, "%.*s\n", ln, p);
 		}
@@ -1293,7 +1301,7 @@ int gpuext_ptx_runtime_ir_shaped(size_t map_cnt, const struct gpuext_ptx_map_des
 		free(buf);
 		return -EINVAL;
 	}
-	err = append(&hdr, &hl, "@gpuext_rt_maps = addrspace(1) constant [%u x { i64, i64, i32, i32, "
+	err = append(&hdr, &hl, "@gpuext_rt_maps = addrspace(4) constant [%u x { i64, i64, i32, i32, "
 		     "i32, i32, i32, i32 }] [", nmaps);
 	for (unsigned i = 0; !err && i < nmaps; i++) {
 		struct gpuext_ptx_map_desc z = { 0 };
