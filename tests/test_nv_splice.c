@@ -630,6 +630,58 @@ static void test_details(const struct gx_pack *hand)
 			out = NULL;
 		}
 	}
+	/*
+	 * The entry site after the prologue (parameter loads, moves, integer
+	 * arithmetic), before the first branch; before the first store, global
+	 * load or predicated statement when one of those comes first.
+	 */
+	{
+		static const char pro[] =
+			".version 7.8\n.target sm_75\n.address_size 64\n\n"
+			".visible .entry pro_k(.param .u64 pro_k_p)\n{\n\t.reg .b64 %rd<3>;\n"
+			"\t.reg .b32 %r<3>;\n\t.reg .pred %p<2>;\n\tld.param.u64 %rd1, [pro_k_p];\n"
+			"\tmov.u32 %r1, %tid.x;\n\tmad.lo.s32 %r2, %r1, 4, 1;\n"
+			"\tsetp.ge.u32 %p1, %r2, 29;\n\t@%p1 bra $L_out;\n"
+			"\tcvta.to.global.u64 %rd2, %rd1;\n\tst.global.u32 [%rd2], %r1;\n"
+			"$L_out:\n\tret;\n}\n"
+			".visible .entry st_k(.param .u64 st_k_p)\n{\n\t.reg .b64 %rd<2>;\n"
+			"\tld.param.u64 %rd1, [st_k_p];\n\tst.global.u64 [%rd1], %rd1;\n\tret;\n}\n"
+			".visible .entry ld_k(.param .u64 ld_k_p)\n{\n\t.reg .b64 %rd<3>;\n"
+			"\tld.param.u64 %rd1, [ld_k_p];\n\tld.global.u64 %rd2, [%rd1];\n"
+			"\tst.global.u64 [%rd1+8], %rd2;\n\tret;\n}\n"
+			".visible .entry pred_k(.param .u64 pred_k_p)\n{\n\t.reg .b64 %rd<2>;\n"
+			"\t.reg .b32 %r<2>;\n\t.reg .pred %p<2>;\n\tmov.u32 %r1, %tid.x;\n"
+			"\tsetp.eq.u32 %p1, %r1, 0;\n\t@%p1 mov.u32 %r1, 5;\n"
+			"\tld.param.u64 %rd1, [pred_k_p];\n\tst.global.u32 [%rd1], %r1;\n\tret;\n}\n";
+		static const char *const before[][2] = {
+			{ "setp.ge.u32 %p1, %r2, 29;", "@%p1 bra $L_out;" },
+			{ "ld.param.u64 %rd1, [st_k_p];", "st.global.u64 [%rd1], %rd1;" },
+			{ "ld.param.u64 %rd1, [ld_k_p];", "ld.global.u64 %rd2, [%rd1];" },
+			{ "setp.eq.u32 %p1, %r1, 0;", "@%p1 mov.u32 %r1, 5;" },
+		};
+
+		pk = *hand;
+		CHECK_EQ_INT(gx_ptx_splice(pro, sizeof(pro) - 1, &pk, &out, &olen, &st, err,
+					   sizeof(err)), 0);
+		if (out) {
+			CHECK_EQ_INT(st.entry_sites, 4);
+			for (size_t i = 0; i < sizeof(before) / sizeof(before[0]); i++) {
+				const char *a = strstr(out, before[i][0]);
+				const char *site = a ? strstr(a, "// gpuext: entry probe") : NULL;
+				const char *b = a ? strstr(a, before[i][1]) : NULL;
+
+				/* the site right after the last prologue statement, before the next */
+				CHECK(a && site && b && site < b);
+				CHECK(a && strspn(a + strlen(before[i][0]), "\n\t") ==
+				      (size_t)(site - a - strlen(before[i][0])));
+			}
+			test_checks++;
+			if (!assemble(out, olen, "sm_80", "entry after the prologue"))
+				test_fail(__FILE__, __LINE__, "the prologue case does not assemble");
+			free(out);
+			out = NULL;
+		}
+	}
 	free(ptx);
 }
 

@@ -20,7 +20,9 @@
  *                             id, args, addr, value, size: ptx_splice.h) in
  *                             those registers, then the function's body
  *                             inlined in a nested block (ptx_inline.c);
- *   before the first code     the entry site;
+ *   before the first code     the entry site, after the body's prologue of
+ *   with an effect            parameter loads, moves and arithmetic
+ *                             (entry_may_follow());
  *   before each ret/exit      the exit site; a predicated one (@%p ret) is
  *                             skipped over by a branch on the negated
  *                             predicate, so the probe runs exactly when the
@@ -1113,6 +1115,32 @@ static bool is_decl(const char *t)
 	return false;
 }
 
+/*
+ * May the entry site come after statement @t? Only for what has no effect
+ * outside the thread's registers and no control flow: parameter loads,
+ * moves (special registers included) and integer arithmetic, unpredicated.
+ * The entry site then sits after the kernel's own prologue (its parameters,
+ * thread and block indices, bounds tests), just before its first branch,
+ * label, memory access or call: the probe still runs exactly once per
+ * thread and before anything another thread could see, and ptxas issues
+ * the kernel's special-register reads together with the site's guard
+ * instead of after it (the guard was the first thing every warp waited on).
+ */
+static bool entry_may_follow(const char *t)
+{
+	static const char *const pure[] = { "mov", "cvta", "cvt", "add", "sub", "mul", "mad", "shl",
+					    "shr", "and", "or", "xor", "not", "setp", "selp", "neg",
+					    "min", "max" };
+	size_t n = strcspn(t, ". \t");
+
+	if (!strncmp(t, "ld.param.", 9))
+		return true;
+	for (size_t i = 0; i < sizeof(pure) / sizeof(pure[0]); i++)
+		if (n == strlen(pure[i]) && !strncmp(t, pure[i], n))
+			return true;
+	return false;
+}
+
 /* Walks a function body (s->pos just after its '{'), instrumenting it when @h says so. */
 static void body(struct splicer *s, const struct fn_header *h, bool instrument, unsigned open_line)
 {
@@ -1134,7 +1162,8 @@ static void body(struct splicer *s, const struct fn_header *h, bool instrument, 
 		}
 		if (instrument && !entered &&
 		    (k == ST_LABEL || k == ST_OPEN || (k == ST_CLOSE && depth == 1) ||
-		     (k == ST_STMT && !is_decl(s->st.text)))) {
+		     (k == ST_STMT && !is_decl(s->st.text) &&
+		      !entry_may_follow(s->st.text)))) {
 			copy_to_stmt(s);
 			s->kid = (unsigned long long)gx_kernel_id(h->name, strlen(h->name));
 			s->param0 = h->param0;
