@@ -251,8 +251,12 @@ enum gpuext_ptx_probe_event {
  * and the context is an alloca that O2 dissolves: fields no program reads
  * cost nothing. The maps' shapes (type, key and value size) are compiled in
  * (gpuext_ptx_runtime_ir_shaped), so each helper call is specialised to its
- * map. Warp mode (!@per_thread): every active lane calls the function; the
- * lowest active lane (activemask, find-first-set) runs the programs, the
+ * map; the table itself (gpuext_rt_maps) and gpuext_rt_gpu_id are in the
+ * constant space (.const: ptxas reads them as constant-bank operands, no
+ * load from device memory), written by the host like any global
+ * (cuModuleGetGlobal + copy). Warp mode (!@per_thread): every active lane
+ * calls the function; the lowest active lane (activemask & %lanemask_lt
+ * == 0) runs the programs, the
  * others wait at bar.warp.sync(activemask), so call sites need no uniform
  * control flow. Per-thread mode: every calling lane runs them.
  *
