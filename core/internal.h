@@ -109,6 +109,8 @@ bool gpuext_map_contains(const struct gpuext_map *map, uint64_t addr, uint64_t l
 			 bool write);
 
 void *gpuext_ringbuf_reserve(struct gpuext_map *rb, uint64_t size, uint64_t flags);
+/* The verifier: a program writes records of up to @bytes into ring @rb (gpuext_map__ring_max_record). */
+void gpuext_map_note_record(struct gpuext_map *rb, uint64_t bytes);
 /* @rec must come from reserve; returns -EINVAL otherwise. */
 int gpuext_ringbuf_submit(struct gpuext_map *rb, void *rec, uint64_t flags, bool discard);
 int gpuext_ringbuf_output(struct gpuext_map *rb, const void *data, uint64_t size,

@@ -435,6 +435,16 @@ uint32_t gpuext_map__type(const struct gpuext_map *map) { return map ? map->type
 uint32_t gpuext_map__key_size(const struct gpuext_map *map) { return map ? map->key_size : 0; }
 uint32_t gpuext_map__value_size(const struct gpuext_map *map) { return map ? map->value_size : 0; }
 uint32_t gpuext_map__max_entries(const struct gpuext_map *map) { return map ? map->max_entries : 0; }
+uint32_t gpuext_map__ring_max_record(const struct gpuext_map *map)
+{
+	return map ? map->ring_max_record : 0;
+}
+
+void gpuext_map_note_record(struct gpuext_map *rb, uint64_t bytes)
+{
+	if (rb && rb->type == BPF_MAP_TYPE_RINGBUF && bytes > rb->ring_max_record)
+		rb->ring_max_record = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
+}
 uint32_t gpuext_map__flags(const struct gpuext_map *map) { return map ? map->map_flags : 0; }
 
 /* ------------------------------------------------------------------ */

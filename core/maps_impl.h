@@ -122,6 +122,7 @@ struct gpuext_map {
 	uint32_t id;
 	char name[GPUEXT_MAP_NAME_MAX];
 	uint32_t type, key_size, value_size, max_entries, map_flags, nr_slots;
+	uint32_t ring_max_record;	/* ring buffer: gpuext_map__ring_max_record() */
 
 	struct gpuext_shm_hdr *hdr;	/* start of the mapping */
 	size_t map_len;			/* bytes of address space it covers */

@@ -1073,6 +1073,15 @@ static int call_helper(struct verifier *v, struct vstate *st, const struct bpf_i
 			break;
 		}
 	}
+	/*
+	 * The largest record this program can put in the ring: a runtime that
+	 * shards the ring sizes the shards so it fits (hal/nvidia/nv_maps.c).
+	 * Noted while exploring, so a path pruned later has counted already.
+	 */
+	if (map && kind == GPUEXT_FUNC_HELPER && p->id == BPF_FUNC_ringbuf_reserve)
+		gpuext_map_note_record(map, alloc_size);
+	else if (map && kind == GPUEXT_FUNC_HELPER && p->id == BPF_FUNC_ringbuf_output)
+		gpuext_map_note_record(map, R(st, 3)->s.umax);
 	if (release) {
 		bool held = false;
 

@@ -32,7 +32,7 @@ static void sample(struct gx_pack *p)
 	snprintf(p->maps[1].name, 64, "events");
 	snprintf(p->maps[1].shm, 128, "/gpuext-1234-events");
 	p->maps[1].type = 27, p->maps[1].key_size = 0, p->maps[1].value_size = 0;
-	p->maps[1].max_entries = 1 << 20, p->maps[1].nr_slots = 132;
+	p->maps[1].max_entries = 1 << 20, p->maps[1].nr_slots = 132, p->maps[1].max_record = 12000;
 	p->ptx = (char *)probe_ptx;
 	p->ptx_len = sizeof(probe_ptx) - 1;
 }
@@ -74,6 +74,7 @@ static void test_roundtrip(void)
 		CHECK_EQ_U64(r.maps[i].value_size, p.maps[i].value_size);
 		CHECK_EQ_U64(r.maps[i].max_entries, p.maps[i].max_entries);
 		CHECK_EQ_U64(r.maps[i].nr_slots, p.maps[i].nr_slots);
+		CHECK_EQ_U64(r.maps[i].max_record, p.maps[i].max_record);
 	}
 	CHECK_EQ_U64(r.ptx_len, p.ptx_len);
 	CHECK(r.ptx && !memcmp(r.ptx, probe_ptx, p.ptx_len) && r.ptx[r.ptx_len] == '\0');
@@ -128,6 +129,7 @@ static void test_hash(void)
 	CHANGED(p.maps[0].value_size = 16);
 	CHANGED(p.maps[0].max_entries = 1);
 	CHANGED(p.maps[1].nr_slots = 64);
+	CHANGED(p.maps[1].max_record = 12001);
 	CHANGED(p.ptx_len--);
 	memcpy(ptx2, probe_ptx, sizeof(ptx2));
 	ptx2[5] = 'X';
@@ -215,8 +217,8 @@ static void test_malformed(void)
 	CHECK_EQ_INT(gx_pack_read(sub, &r, err, sizeof(err)), -ENOENT);
 	CHECK_STR_CONTAINS(err, "missing");
 
-	expect_bad("gpuext-pack 1", "gpuext-pack 2", -EPROTO, "bad version 2 (this library reads version 1)", __LINE__);
-	expect_bad("gpuext-pack 1", "ELF", -EINVAL, "not a gpuext pack", __LINE__);
+	expect_bad("gpuext-pack 2", "gpuext-pack 1", -EPROTO, "bad version 1 (this library reads version 2)", __LINE__);
+	expect_bad("gpuext-pack 2", "ELF", -EINVAL, "not a gpuext pack", __LINE__);
 	expect_bad("maps 2", "maps 17", -E2BIG, "map count 17 too high (at most 16)", __LINE__);
 	expect_bad("maps 2", "maps 3", -EINVAL, "expected map line 3 of 3", __LINE__);
 	expect_bad("ptx 61\n", "ptx 62\n", -EINVAL, "PTX length mismatch: header says 62 bytes, file has 61 (truncated)", __LINE__);
@@ -226,8 +228,9 @@ static void test_malformed(void)
 	expect_bad("events 3", "events 99999999999", -EINVAL, "expected \"events", __LINE__);
 	expect_bad("per_thread 0", "per_thread 2", -EINVAL, "per_thread 0|1", __LINE__);
 	expect_bad("kernel_filter 12 ", "kernel_filter 13 ", -EINVAL, "kernel_filter length does not match", __LINE__);
-	expect_bad(" 1024 1\n", " 1024\n", -EINVAL, "map counts: expected 5 numbers", __LINE__);
-	expect_bad(" 1024 1\n", " 1024 0\n", -EINVAL, "map counts: nr_slots 0", __LINE__);
+	expect_bad(" 1024 1 0\n", " 1024 1\n", -EINVAL, "map counts: expected 6 numbers", __LINE__);
+	expect_bad(" 1024 1 0\n", " 1024 0 0\n", -EINVAL, "map counts: nr_slots 0", __LINE__);
+	expect_bad(" 132 12000\n", " 132 12000 7\n", -EINVAL, "map events: expected 6 numbers", __LINE__);
 	expect_bad("map counts ", "map  ", -EINVAL, "map name or shm name missing", __LINE__);
 	expect_bad("per_thread 0", "per_thread 1", -EBADMSG, "hash mismatch", __LINE__);
 	expect_bad("gpuext_probe_entry", "gpuext_probe_entrx", -EBADMSG, "hash mismatch", __LINE__);

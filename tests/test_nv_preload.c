@@ -460,11 +460,11 @@ static void test_ring_drain_with(bool have_memset)
 	CHECK_EQ_INT(gpuext_ringbuf_consumer__new(rb, on_log, log, &cons), 0);
 
 	/* Bad sizes are refused before anything is allocated. */
-	CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m, 3000, 8, &d, &r), -EINVAL);
-	CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m, 512u << 20, 8, &d, &r), -E2BIG);
+	CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m, 3000, 8, 0, &d, &r), -EINVAL);
+	CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m, 512u << 20, 8, 0, &d, &r), -E2BIG);
 	CHECK_EQ_INT(fk.nallocs, 0);
 	/* 256 KiB on 1 SM: eight shards of 32 KiB, headers contiguous (the test uses two). */
-	CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m, 256 << 10, 1, &d, &r), 0);
+	CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m, 256 << 10, 1, 0, &d, &r), 0);
 	CHECK_EQ_INT(d.nr_slots, 8);
 	CHECK_EQ_INT(d.max_entries, 32 << 10);
 	CHECK_EQ_U64(d.base, m.dptr);
@@ -580,7 +580,7 @@ static void test_ring_drain_with(bool have_memset)
 		struct nv_dmap m2 = { 0 };
 		struct gpuext_ptx_map_desc d2 = { 0 };
 
-		CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m2, 64 << 10, 0, &d2, &r), 0);
+		CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m2, 64 << 10, 0, 0, &d2, &r), 0);
 		CHECK_EQ_INT(d2.nr_slots, 1);	/* one shard: no SM count */
 		fk.m = &m2;
 		mid_desc = &d2;
@@ -634,19 +634,26 @@ out:
 
 static void test_ring_drain(void)
 {
-	CHECK_EQ_INT(nv_ring_shards(4096, 132), 1);
-	CHECK_EQ_INT(nv_ring_shards(8 << 10, 132), 1);	/* shards of 8 KiB at least */
-	CHECK_EQ_INT(nv_ring_shards(12 << 10, 132), 1);
-	CHECK_EQ_INT(nv_ring_shards(32 << 10, 132), 4);
-	CHECK_EQ_INT(nv_ring_shards(64 << 10, 132), 8);
-	CHECK_EQ_INT(nv_ring_shards(128 << 10, 8), 16);
-	CHECK_EQ_INT(nv_ring_shards(1 << 20, 132), 128);
+	CHECK_EQ_INT(nv_ring_shards(4096, 132, 0), 1);
+	CHECK_EQ_INT(nv_ring_shards(8 << 10, 132, 0), 1);	/* shards of 8 KiB at least */
+	CHECK_EQ_INT(nv_ring_shards(12 << 10, 132, 0), 1);
+	CHECK_EQ_INT(nv_ring_shards(32 << 10, 132, 0), 4);
+	CHECK_EQ_INT(nv_ring_shards(64 << 10, 132, 0), 8);
+	CHECK_EQ_INT(nv_ring_shards(128 << 10, 8, 0), 16);
+	CHECK_EQ_INT(nv_ring_shards(1 << 20, 132, 0), 128);
 	/* 8 per SM, rounded down to a power of 2: 1056 -> 1024 */
-	CHECK_EQ_INT(nv_ring_shards(64 << 20, 132), 1024);
-	CHECK_EQ_INT(nv_ring_shards(64 << 20, 1000), 2048);	/* the drain's bound */
-	CHECK_EQ_INT(nv_ring_shards(256 << 10, 3), 16);
-	CHECK_EQ_INT(nv_ring_shards(1 << 20, 1), 8);
-	CHECK_EQ_INT(nv_ring_shards(64 << 20, 0), 1);
+	CHECK_EQ_INT(nv_ring_shards(64 << 20, 132, 0), 1024);
+	CHECK_EQ_INT(nv_ring_shards(64 << 20, 1000, 0), 2048);	/* the drain's bound */
+	CHECK_EQ_INT(nv_ring_shards(256 << 10, 3, 0), 16);
+	CHECK_EQ_INT(nv_ring_shards(1 << 20, 1, 0), 8);
+	CHECK_EQ_INT(nv_ring_shards(64 << 20, 0, 0), 1);
+	/* Records past 8 KiB: every shard holds the largest one with its 8-byte header. */
+	CHECK_EQ_INT(nv_ring_shards(4 << 20, 132, 0), 512);
+	CHECK_EQ_INT(nv_ring_shards(4 << 20, 132, 8184), 512);	/* 8184 + 8 = 8 KiB: fits */
+	CHECK_EQ_INT(nv_ring_shards(4 << 20, 132, 8185), 256);	/* 8200 bytes: 16 KiB shards */
+	CHECK_EQ_INT(nv_ring_shards(4 << 20, 132, 12000), 256);
+	CHECK_EQ_INT(nv_ring_shards(4 << 20, 132, 100000), 32);	/* 128 KiB shards */
+	CHECK_EQ_INT(nv_ring_shards(64 << 10, 132, 40000), 1);	/* the whole ring, one shard */
 	test_ring_drain_with(true);
 	test_ring_drain_with(false);	/* no cuMemsetD32Async: zeroed by a copy */
 }

@@ -652,19 +652,29 @@ static void test_details(const struct gx_pack *hand)
 			".visible .entry pred_k(.param .u64 pred_k_p)\n{\n\t.reg .b64 %rd<2>;\n"
 			"\t.reg .b32 %r<2>;\n\t.reg .pred %p<2>;\n\tmov.u32 %r1, %tid.x;\n"
 			"\tsetp.eq.u32 %p1, %r1, 0;\n\t@%p1 mov.u32 %r1, 5;\n"
-			"\tld.param.u64 %rd1, [pred_k_p];\n\tst.global.u32 [%rd1], %r1;\n\tret;\n}\n";
+			"\tld.param.u64 %rd1, [pred_k_p];\n\tst.global.u32 [%rd1], %r1;\n\tret;\n}\n"
+			/* a carry chain stays whole; a clock read stays after the probe */
+			".visible .entry cc_k(.param .u64 cc_k_p)\n{\n\t.reg .b64 %rd<3>;\n"
+			"\t.reg .b32 %r<4>;\n\tmov.u32 %r1, %ctaid.x;\n\tadd.cc.u32 %r2, %r1, 7;\n"
+			"\taddc.u32 %r3, %r1, 0;\n\tld.param.u64 %rd1, [cc_k_p];\n"
+			"\tst.global.u32 [%rd1], %r3;\n\tret;\n}\n"
+			".visible .entry clk_k(.param .u64 clk_k_p)\n{\n\t.reg .b64 %rd<3>;\n"
+			"\t.reg .b32 %r<2>;\n\tmov.u32 %r1, %ntid.x;\n\tmov.u64 %rd2, %clock64;\n"
+			"\tld.param.u64 %rd1, [clk_k_p];\n\tst.global.u64 [%rd1], %rd2;\n\tret;\n}\n";
 		static const char *const before[][2] = {
 			{ "setp.ge.u32 %p1, %r2, 29;", "@%p1 bra $L_out;" },
 			{ "ld.param.u64 %rd1, [st_k_p];", "st.global.u64 [%rd1], %rd1;" },
 			{ "ld.param.u64 %rd1, [ld_k_p];", "ld.global.u64 %rd2, [%rd1];" },
 			{ "setp.eq.u32 %p1, %r1, 0;", "@%p1 mov.u32 %r1, 5;" },
+			{ "mov.u32 %r1, %ctaid.x;", "add.cc.u32 %r2, %r1, 7;" },
+			{ "mov.u32 %r1, %ntid.x;", "mov.u64 %rd2, %clock64;" },
 		};
 
 		pk = *hand;
 		CHECK_EQ_INT(gx_ptx_splice(pro, sizeof(pro) - 1, &pk, &out, &olen, &st, err,
 					   sizeof(err)), 0);
 		if (out) {
-			CHECK_EQ_INT(st.entry_sites, 4);
+			CHECK_EQ_INT(st.entry_sites, 6);
 			for (size_t i = 0; i < sizeof(before) / sizeof(before[0]); i++) {
 				const char *a = strstr(out, before[i][0]);
 				const char *site = a ? strstr(a, "// gpuext: entry probe") : NULL;

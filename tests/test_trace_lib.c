@@ -446,6 +446,62 @@ static void test_pack(void)
 	}
 }
 
+/*
+ * The largest ring record reaches the pack (the verifier noted it; the
+ * preload library sizes the shards by it), and a ring too small for its
+ * record is refused with what to declare.
+ */
+static void test_pack_records(void)
+{
+	GPUEXT_OPTS(gpuext_runtime_opts, ro, .publish_maps = true);
+	struct gpuext_runtime *rt = NULL;
+	struct gpuext_object *obj = NULL;
+	char err[512], path[512], dir[] = "/tmp/gpuext-test-rec.XXXXXX";
+	struct gx_pack p, back;
+
+	if (!trace_have_emitter() || !trace_have_pack_writer())
+		return;	/* test_pack says why */
+	snprintf(path, sizeof(path), "%s/probe_bigrec.bpf.o", GPUEXT_TEST_BPF_DIR);
+	CHECK_EQ_INT(gpuext_runtime__new(&ro, &rt), 0);
+	CHECK_EQ_INT(gpuext_object__open_file(rt, path, NULL, &obj), 0);
+	if (obj) {
+		CHECK_EQ_INT(trace_build_pack(obj, "sm_80", false, NULL, &p, err, sizeof(err)), 0);
+		CHECK_EQ_INT(p.map_cnt, 2);
+		for (uint32_t m = 0; m < p.map_cnt; m++) {
+			bool big = !strcmp(p.maps[m].name, "big");
+
+			/* reserve's constant; output's size is 17 + (sm_id & 31): at most 48 */
+			CHECK_EQ_INT(p.maps[m].max_record, big ? 12000 : 48);
+			CHECK_EQ_INT(gpuext_map__ring_max_record(gpuext_object__map(obj, m)),
+				     big ? 12000 : 48);
+		}
+		CHECK(mkdtemp(dir) != NULL);
+		CHECK_EQ_INT(trace_pack_write(dir, &p), 0);
+		CHECK_EQ_INT(trace_pack_read(dir, &back, err, sizeof(err)), 0);
+		for (uint32_t m = 0; m < back.map_cnt && m < p.map_cnt; m++)
+			CHECK_EQ_INT(back.maps[m].max_record, p.maps[m].max_record);
+		trace_pack_release(&back);
+		trace_pack_release(&p);
+		snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+		CHECK_EQ_INT(system(path), 0);
+		gpuext_object__close(obj);
+	}
+	obj = NULL;
+	snprintf(path, sizeof(path), "%s/probe_bigrec_toobig.bpf.o", GPUEXT_TEST_BPF_DIR);
+	CHECK_EQ_INT(gpuext_object__open_file(rt, path, NULL, &obj), 0);
+	if (obj) {
+		err[0] = '\0';
+		CHECK_EQ_INT(trace_build_pack(obj, "sm_80", false, NULL, &p, err, sizeof(err)),
+			     -E2BIG);
+		CHECK(p.ptx == NULL);
+		CHECK_STR_CONTAINS(err, "records of 12000 bytes to ring buffer 'big', which holds "
+				   "8192 bytes");
+		CHECK_STR_CONTAINS(err, "declare max_entries of at least 16384");
+		gpuext_object__close(obj);
+	}
+	gpuext_runtime__free(rt);
+}
+
 /* One probe run in the reference interpreter, as on a GPU lane. */
 static void kdur_run(struct gpuext_prog *p, uint32_t block_x, uint32_t warp, uint32_t lane,
 		     uint64_t timer)
@@ -602,5 +658,6 @@ int main(void)
 	test_mem_expand();
 	test_kerneldur();
 	test_pack();
+	test_pack_records();
 	return test_done("test_trace_lib");
 }

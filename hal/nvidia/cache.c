@@ -25,14 +25,7 @@
 #include "decompress.h"
 #include "nvprobe.h"
 
-/*
- * The splicer's output format version: bumping it invalidates every cached
- * entry. ptx_splice.c owns it; this default applies until nvprobe.h
- * declares GX_SPLICE_VERSION.
- */
-#ifndef GX_SPLICE_VERSION
-#define GX_SPLICE_VERSION 1
-#endif
+/* GX_SPLICE_VERSION (nvprobe.h) is in every key: bumping it invalidates every cached entry. */
 
 #define ENTRY_MAGIC "GXCACHE1"
 #define ENTRY_HDR 56 /* magic 8, length 8, xxh64 8, key 32 */

@@ -120,11 +120,13 @@ int nv_hash_layout(uint32_t key_size, uint32_t value_size, uint32_t max_entries,
 struct nv_dmap;
 
 /*
- * Shards of a device ring of @bytes (a power of 2) on a GPU of @sms SMs: the
- * largest power of 2 <= min(@sms rounded down to a power of 2, @bytes / 64 KiB),
- * at least 1 (codegen/ptx/ptx.h has the layout).
+ * Shards of a device ring of @bytes (a power of 2) on a GPU of @sms SMs whose
+ * probes write records of up to @max_record bytes: the largest power of 2
+ * <= @sms x 8 and <= 2048 whose shards hold at least 8 KiB and one such
+ * record with its 8-byte header; at least 1 (codegen/ptx/ptx.h has the
+ * layout). A record the whole ring cannot hold `gpuext trace` refuses.
  */
-uint32_t nv_ring_shards(uint32_t bytes, int sms);
+uint32_t nv_ring_shards(uint32_t bytes, int sms, uint32_t max_record);
 
 /*
  * Places a ring of @bytes in device memory of the current context: headers
@@ -134,7 +136,7 @@ uint32_t nv_ring_shards(uint32_t bytes, int sms);
  * power of 2 >= 16), -E2BIG, -EIO (a CUDA error, @r set).
  */
 int nv_ring_place(const struct nv_api *cu, CUstream st, struct nv_dmap *m, uint32_t bytes,
-		  int sms, struct gpuext_ptx_map_desc *d, CUresult *r);
+		  int sms, uint32_t max_record, struct gpuext_ptx_map_desc *d, CUresult *r);
 
 /*
  * Moves the committed records of device ring @m (current context) into @out:

@@ -375,7 +375,8 @@ void nv_shm_hash_end(struct nv_shm *m)
  * Smallest shard worth splitting off. Smaller shards mean more of them, so
  * fewer warps on each CAS: on an H100, 8 KiB and 8 an SM against 32 KiB and 4
  * took kernelretsnoop on the stencil from 1.41x to 1.16x and memtrace on the
- * 2^22 kernel from 16.6x to 11.4x. A record must fit one shard.
+ * 2^22 kernel from 16.6x to 11.4x. A record must fit one shard: a probe
+ * whose records are larger gets fewer, larger shards (nv_ring_shards).
  */
 #define NV_RING_SHARD_MIN (8u << 10)
 /* Shards per SM the device spreads over (GPUEXT_PTX_RB_SHARDS_PER_SM, ptx.h). */
@@ -383,14 +384,15 @@ void nv_shm_hash_end(struct nv_shm *m)
 /* 8 per SM for more SMs than any GPU has (256): bounds the drain's work */
 #define NV_RING_MAX_SHARDS 2048
 
-uint32_t nv_ring_shards(uint32_t bytes, int sms)
+uint32_t nv_ring_shards(uint32_t bytes, int sms, uint32_t max_record)
 {
 	uint64_t want = sms > 0 ? (uint64_t)sms * NV_RING_PER_SM : 0;
+	uint64_t rec = ((uint64_t)max_record + 7) / 8 * 8 + 8;	/* with its header */
+	uint64_t shard_min = rec > NV_RING_SHARD_MIN ? rec : NV_RING_SHARD_MIN;
 	uint32_t n = 1;
 
-	/* Doubling while both limits allow it: powers of 2 below both. */
-	while (2ull * n <= want && 2ull * n * NV_RING_SHARD_MIN <= bytes &&
-	       2 * n <= NV_RING_MAX_SHARDS)
+	/* Doubling while every limit allows it: powers of 2 below all of them. */
+	while (2ull * n <= want && 2ull * n * shard_min <= bytes && 2 * n <= NV_RING_MAX_SHARDS)
 		n *= 2;
 	return n;
 }
@@ -401,7 +403,7 @@ static bool pow2(uint64_t v)
 }
 
 int nv_ring_place(const struct nv_api *cu, CUstream st, struct nv_dmap *m, uint32_t bytes,
-		  int sms, struct gpuext_ptx_map_desc *d, CUresult *r)
+		  int sms, uint32_t max_record, struct gpuext_ptx_map_desc *d, CUresult *r)
 {
 	size_t hb;
 
@@ -411,7 +413,7 @@ int nv_ring_place(const struct nv_api *cu, CUstream st, struct nv_dmap *m, uint3
 	if (bytes > NV_MAP_BYTES_MAX)
 		return -E2BIG;
 	m->bytes = bytes;
-	m->nr_shards = nv_ring_shards(bytes, sms);
+	m->nr_shards = nv_ring_shards(bytes, sms, max_record);
 	m->shard_bytes = bytes / m->nr_shards;
 	hb = (size_t)m->nr_shards * sizeof(struct gpuext_ptx_ringbuf_hdr);
 	*r = cu->MemAlloc(&m->dptr, m->bytes);
@@ -820,7 +822,8 @@ static int ctx_setup(struct nv_maps *mm, struct nv_ctx *x)
 			if (cu->DeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
 						   x->dev) != CUDA_SUCCESS)
 				sms = 1;	/* one shard: correct, only more contended */
-			e = nv_ring_place(cu, x->stream, m, pm->max_entries, sms, d, &r);
+			e = nv_ring_place(cu, x->stream, m, pm->max_entries, sms, pm->max_record, d,
+					  &r);
 			if (e == -EIO)
 				goto cuda_fail;
 			if (e) {

@@ -77,6 +77,12 @@ int gx_image_ptx(const void *image, size_t image_len, unsigned sm, char **ptx,
  */
 void gx_cache_key(const void *module_ptx, size_t ptx_len, const uint8_t pack_hash[32],
 		  unsigned sm, int driver_version, uint8_t key[32]);
+/*
+ * The splicer's output version in every cache key (ptx_splice.c owns it): a
+ * change in what the splicer writes for the same input bumps it. 2: entry
+ * sites after the kernel's prologue.
+ */
+#define GX_SPLICE_VERSION 2
 /* 0 and a malloc'd copy, -ENOENT if absent, other -errno on I/O errors. */
 int gx_cache_get(const uint8_t key[32], const char *suffix, void **data, size_t *len);
 int gx_cache_put(const uint8_t key[32], const char *suffix, const void *data, size_t len);
@@ -98,6 +104,8 @@ struct gx_pack_map {
 	uint32_t type;		/* BPF_MAP_TYPE_* */
 	uint32_t key_size, value_size, max_entries;
 	uint32_t nr_slots;	/* per-GPU array: slots per key (per-SM/warp); else 1 */
+	uint32_t max_record;	/* ring buffer: the largest record the probes write, bytes
+				 * without its header (gpuext_map__ring_max_record); else 0 */
 };
 
 #define GX_PACK_MAX_MAPS 16

@@ -6,13 +6,13 @@
  * `head`, parsed strictly: the preload library runs inside someone else's
  * application and must refuse a pack it does not fully understand.
  *
- *   gpuext-pack 1
+ *   gpuext-pack 2
  *   hash <64 hex>                       SHA-256, see pack_hash()
  *   events <u32>
  *   per_thread <0|1>
  *   kernel_filter <len> <bytes>         may hold spaces, hence the length
  *   maps <n>
- *   map <name> <shm> <type> <key_size> <value_size> <max_entries> <nr_slots>
+ *   map <name> <shm> <type> <key_size> <value_size> <max_entries> <nr_slots> <max_record>
  *   ...
  *   ptx <len>
  *   <len bytes of PTX>
@@ -29,7 +29,8 @@
 
 #include "nvprobe.h"
 
-#define PACK_VERSION 1
+/* 2: map lines end in max_record (the largest ring record the probes write) */
+#define PACK_VERSION 2
 #define PACK_PTX_MAX (256u << 20)
 
 static int errf(char *err, size_t err_len, int rc, const char *fmt, ...)
@@ -87,6 +88,7 @@ static void pack_hash(const struct gx_pack *p, uint8_t out[32])
 		hash_u32(&s, m->value_size);
 		hash_u32(&s, m->max_entries);
 		hash_u32(&s, m->nr_slots);
+		hash_u32(&s, m->max_record);
 	}
 	hash_bytes(&s, p->ptx ? p->ptx : "", p->ptx_len);
 	gx_sha256_final(&s, out);
@@ -149,8 +151,8 @@ int gx_pack_write(const char *dir, const struct gx_pack *p)
 	for (i = 0; i < p->map_cnt; i++) {
 		const struct gx_pack_map *m = &p->maps[i];
 
-		fprintf(f, "map %s %s %u %u %u %u %u\n", m->name, m->shm, m->type, m->key_size,
-			m->value_size, m->max_entries, m->nr_slots);
+		fprintf(f, "map %s %s %u %u %u %u %u %u\n", m->name, m->shm, m->type, m->key_size,
+			m->value_size, m->max_entries, m->nr_slots, m->max_record);
 	}
 	fprintf(f, "ptx %zu\n", p->ptx_len);
 	if (p->ptx_len && fwrite(p->ptx, 1, p->ptx_len, f) != p->ptx_len)
@@ -354,8 +356,8 @@ int gx_pack_read(const char *dir, struct gx_pack *p, char *err, size_t err_len)
 		    GX_PACK_MAX_MAPS);
 	for (i = 0; i < p->map_cnt; i++) {
 		struct gx_pack_map *m = &p->maps[i];
-		uint32_t *f[5] = { &m->type, &m->key_size, &m->value_size, &m->max_entries,
-				   &m->nr_slots };
+		uint32_t *f[6] = { &m->type, &m->key_size, &m->value_size, &m->max_entries,
+				   &m->nr_slots, &m->max_record };
 
 		s = next_line(&c, &n);
 		if (!s)
@@ -369,10 +371,10 @@ int gx_pack_read(const char *dir, struct gx_pack *p, char *err, size_t err_len)
 		if (!take_token(&s, end, m->name, sizeof(m->name)) ||
 		    !take_token(&s, end, m->shm, sizeof(m->shm)))
 			BAD(-EINVAL, "%s:%d: map name or shm name missing or too long", path, c.line);
-		for (int k = 0; k < 5; k++) {
-			if (!parse_u32(&s, end, f[k]) || (k < 4 ? s >= end || *s++ != ' ' : s != end))
-				BAD(-EINVAL, "%s:%d: map %s: expected 5 numbers (type key value max slots)",
-				    path, c.line, m->name);
+		for (int k = 0; k < 6; k++) {
+			if (!parse_u32(&s, end, f[k]) || (k < 5 ? s >= end || *s++ != ' ' : s != end))
+				BAD(-EINVAL, "%s:%d: map %s: expected 6 numbers (type key value max slots "
+				    "max_record)", path, c.line, m->name);
 		}
 		if (!m->nr_slots)
 			BAD(-EINVAL, "%s:%d: map %s: nr_slots 0", path, c.line, m->name);

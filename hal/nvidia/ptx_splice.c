@@ -650,7 +650,7 @@ static void emit_site(struct splicer *s, int ev, bool mem, unsigned size)
 		oprintf(&s->out, "$%s_G%u:\n", p, s->site_seq);
 }
 
-/* The entry site, before the kernel's first instruction or label. */
+/* The entry site, after the kernel's prologue (entry_may_follow()). */
 static void emit_entry(struct splicer *s)
 {
 	if (!has_event(s, GX_PROBE_ENTRY))
@@ -1118,7 +1118,11 @@ static bool is_decl(const char *t)
 /*
  * May the entry site come after statement @t? Only for what has no effect
  * outside the thread's registers and no control flow: parameter loads,
- * moves (special registers included) and integer arithmetic, unpredicated.
+ * moves (special registers included) and arithmetic, unpredicated. Not a
+ * carry chain (add.cc ... addc: the carry flag lives only in straight-line
+ * code, and the probe branches), and not a read of a clock or a performance
+ * counter: an app that times itself from its first instruction keeps the
+ * probe's cost out of what it measures, as before.
  * The entry site then sits after the kernel's own prologue (its parameters,
  * thread and block indices, bounds tests), just before its first branch,
  * label, memory access or call: the probe still runs exactly once per
@@ -1131,8 +1135,15 @@ static bool entry_may_follow(const char *t)
 	static const char *const pure[] = { "mov", "cvta", "cvt", "add", "sub", "mul", "mad", "shl",
 					    "shr", "and", "or", "xor", "not", "setp", "selp", "neg",
 					    "min", "max" };
-	size_t n = strcspn(t, ". \t");
+	size_t n = strcspn(t, ". \t"), op = strcspn(t, " \t");
+	static const char *const clocks[] = { "%clock", "%globaltimer", "%pm" };
 
+	for (const char *c = strstr(t, ".cc"); c && c < t + op; c = strstr(c + 1, ".cc"))
+		if (c[3] == '.' || c[3] == ' ' || c[3] == '\t' || !c[3])
+			return false;
+	for (size_t i = 0; i < sizeof(clocks) / sizeof(clocks[0]); i++)
+		if (strstr(t + op, clocks[i]))
+			return false;
 	if (!strncmp(t, "ld.param.", 9))
 		return true;
 	for (size_t i = 0; i < sizeof(pure) / sizeof(pure[0]); i++)

@@ -31,15 +31,16 @@
  * thread_id = %tid, lane_id = %laneid, warp_id = linear thread index in the
  * block / 32 (not %warpid, which names a hardware warp slot and changes under
  * preemption), sm_id = %smid, gpu_id = the probe text's global
- * `.visible .global .u32 gpuext_rt_gpu_id` (0 until the preload library
+ * `.visible .const .u32 gpuext_rt_gpu_id` (0 until the preload library
  * writes the device ordinal into it with cuModuleGetGlobal + cuMemcpyHtoD
  * after the load). The probes are inlined into it, so a field no probe reads
  * is never computed.
  *
  * Calls come from every thread that reaches the site (divergent sites
  * included); in warp mode the probe function elects the lowest active lane
- * (ptx.h, gpuext_ptx_probe_emit). Sites: entry once per thread before the
- * kernel's first instruction or label; exit before every ret/exit of the
+ * (ptx.h, gpuext_ptx_probe_emit). Sites: entry once per thread, after the
+ * kernel's prologue of parameter loads, moves and arithmetic, before its
+ * first other instruction or label (ptx_splice.c, entry_may_follow); exit before every ret/exit of the
  * .entry body (predicated ones only when the predicate holds); load/store
  * after every ld.global/ldu.global/st.global (any qualifiers, .v2/.v4/.v8)
  * and every generic ld/st whose address isspacep.global, in the .entry body

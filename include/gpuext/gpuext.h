@@ -115,6 +115,13 @@ uint32_t gpuext_map__key_size(const struct gpuext_map *map);
 uint32_t gpuext_map__value_size(const struct gpuext_map *map);
 uint32_t gpuext_map__max_entries(const struct gpuext_map *map);
 uint32_t gpuext_map__flags(const struct gpuext_map *map);	/* BPF_F_* as created */
+/*
+ * Ring buffers: the largest record, in bytes without its 8-byte header, that
+ * a program verified against @map reserves (bpf_ringbuf_reserve's constant)
+ * or writes (bpf_ringbuf_output's size, its proven bound); 0 before any. A
+ * runtime that splits a ring into shards keeps each shard at least this big.
+ */
+uint32_t gpuext_map__ring_max_record(const struct gpuext_map *map);
 struct gpuext_map *gpuext_runtime__map_by_id(const struct gpuext_runtime *rt,
 					     uint32_t id);
 

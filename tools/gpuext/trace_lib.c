@@ -726,6 +726,15 @@ int trace_probe_event(const char *section)
 	return -1;
 }
 
+static uint64_t pow2_at_least(uint64_t v)
+{
+	uint64_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
 int trace_build_pack(struct gpuext_object *obj, const char *sm, bool per_thread,
 		     const char *kernel_glob, struct gx_pack *p, char *err, size_t err_len)
 {
@@ -777,6 +786,31 @@ int trace_build_pack(struct gpuext_object *obj, const char *sm, bool per_thread,
 		set_err(err, err_len, "'%s' has no probe programs (SEC(\"probe/entry|exit|load|store\"))",
 			gpuext_object__name(obj));
 		return -ENOENT;
+	}
+	/*
+	 * The verifier (run by the emitter) noted the largest record each ring
+	 * gets; the preload library splits a ring into shards no smaller than
+	 * that. A record the whole ring cannot hold would only ever be dropped:
+	 * refuse it here, by name, not one drop at a time on the GPU.
+	 */
+	for (size_t i = 0; i < nmaps; i++) {
+		struct gpuext_map *m = gpuext_object__map(obj, i);
+		uint64_t need;
+
+		if (gpuext_map__type(m) != BPF_MAP_TYPE_RINGBUF)
+			continue;
+		p->maps[i].max_record = gpuext_map__ring_max_record(m);
+		need = ((uint64_t)p->maps[i].max_record + 7) / 8 * 8 + 8;
+		if (need > gpuext_map__max_entries(m)) {
+			set_err(err, err_len, "'%s': a probe writes records of %u bytes to ring buffer "
+				"'%s', which holds %u bytes; a record takes %llu with its header: "
+				"declare max_entries of at least %llu", gpuext_object__name(obj),
+				p->maps[i].max_record, p->maps[i].name, gpuext_map__max_entries(m),
+				(unsigned long long)need, (unsigned long long)pow2_at_least(need));
+			free(p->ptx);
+			p->ptx = NULL;
+			return -E2BIG;
+		}
 	}
 	/* p->hash stays 0: gx_pack_write() computes it (leaving the shm names out, so the
 	 * JIT cache survives across runs) and gx_pack_read() returns it. */
