@@ -624,6 +624,27 @@ static void test_ring_drain_with(bool have_memset)
 		}
 		fk.m = &m;
 	}
+	/* A probe writing 12,000-byte records: shards of 16 KiB, and such a record arrives whole. */
+	{
+		static uint64_t big[1500];
+		struct nv_dmap m3 = { 0 };
+		struct gpuext_ptx_map_desc d3 = { 0 };
+		uint32_t bad = log->bad_len;
+
+		CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m3, 128 << 10, 132, 12000, &d3, &r), 0);
+		CHECK_EQ_INT(d3.nr_slots, 8);	/* not 16 shards of 8 KiB */
+		CHECK_EQ_INT(d3.max_entries, 16 << 10);
+		fk.m = &m3;
+		big[0] = 0xb16b16;
+		big[1499] = 0xe2d;
+		CHECK_EQ_INT(dev_put(&d3, 5, big, 12000, 0), 0);
+		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m3, &s, &moved), 0);
+		CHECK_EQ_U64(moved, 1);
+		gpuext_ringbuf_consumer__consume(cons);
+		CHECK_EQ_U64(log->last, 0xb16b16);
+		CHECK_EQ_INT(log->bad_len, bad + 1);	/* its length: 12000, not the usual 40 */
+		fk.m = &m;
+	}
 out:
 	nv_shm_close(&s);
 	gpuext_ringbuf_consumer__free(cons);

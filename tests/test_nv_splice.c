@@ -711,6 +711,80 @@ static void expect_einval(const char *what, const char *ptx, const char *msg)
 			  msg);
 }
 
+/*
+ * The constant bank: the emitted probes keep their map table in .const; a
+ * module whose own .const data leaves less room than that gets the table
+ * in the global space instead (ptxas refuses more than 64 KiB a module).
+ */
+static void test_const_bank(const struct gx_pack *emitted)
+{
+	static const struct {
+		const char *text;
+		uint64_t bytes;
+	} sizes[] = {
+		{ ".const .align 4 .b8 t[100];\n", 100 },
+		{ "\t.visible .const .align 8 .u64 a[3][4] = {1, 2};\n", 96 },
+		{ ".const .v4 .f32 v[2];\n", 32 },
+		{ ".weak .const .b32 x[] = {1, 2, 3};\n", 12 },
+		{ ".const .f64 one;\n", 8 },
+		{ "\tld.const.u32 %r1, [t];\n.global .b8 g[10];\n.extern .const .b8 e[10];\n", 0 },
+		{ ".const .b8 a[10];\n// .const .b8 b[7]; (a comment line: not counted)\n"
+		  ".const .u16 c[5];", 20 },
+	};
+	char head[200], err[256], *mod, *out = NULL;
+	size_t olen = 0, cap = 70000;
+	struct gx_splice_stats st;
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		uint64_t got = gx_ptx_const_bytes(sizes[i].text, strlen(sizes[i].text));
+
+		test_checks++;
+		if (got != sizes[i].bytes)
+			test_fail(__FILE__, __LINE__, "const bytes of \"%s\": %llu, want %llu",
+				  sizes[i].text, (unsigned long long)got,
+				  (unsigned long long)sizes[i].bytes);
+	}
+	CHECK(emitted && gx_ptx_const_bytes(emitted->ptx, emitted->ptx_len) > 0);
+	if (!emitted)
+		return;
+	for (int full = 0; full < 2; full++) {
+		mod = malloc(cap);
+		if (!mod) {
+			CHECK(mod);
+			return;
+		}
+		/* 65,520 bytes of the app's own constants, or 1,000 */
+		snprintf(head, sizeof(head), ".version 7.8\n.target sm_75\n.address_size 64\n\n"
+			 ".visible .const .align 4 .b8 app_table[%u];\n", full ? 65520u : 1000u);
+		snprintf(mod, cap, "%s.visible .entry k(.param .u64 k_p)\n{\n\t.reg .b64 %%rd<3>;\n"
+			 "\t.reg .b32 %%r<2>;\n\tld.param.u64 %%rd1, [k_p];\n"
+			 "\tld.const.u32 %%r1, [app_table+64];\n\tst.global.u32 [%%rd1], %%r1;\n"
+			 "\tret;\n}\n", head);
+		CHECK_EQ_INT(gx_ptx_splice(mod, strlen(mod), emitted, &out, &olen, &st, err,
+					   sizeof(err)), 0);
+		if (out) {
+			CHECK_EQ_INT(st.probes_in_global, full);
+			CHECK_EQ_INT(count_str(out, ".visible .const .align 8 .b8 gpuext_rt_maps["),
+				     !full);
+			CHECK_EQ_INT(count_str(out, ".visible .global .align 8 .b8 gpuext_rt_maps["),
+				     full);
+			/* the app's own constant load is the app's: left as it was */
+			CHECK_STR_CONTAINS(out, "ld.const.u32 %r1, [app_table+64];");
+			if (full)
+				CHECK_EQ_INT(count_str(out, "ld.const."), 1);
+			else
+				CHECK(count_str(out, "ld.const.") > 1);	/* the probes' table loads too */
+			test_checks++;
+			if (!assemble(out, olen, "sm_80", full ? "a full constant bank" : "room in the bank"))
+				test_fail(__FILE__, __LINE__, "the spliced module (constant bank %s) does "
+					  "not assemble", full ? "full" : "with room");
+			free(out);
+			out = NULL;
+		}
+		free(mod);
+	}
+}
+
 /* The inliner on a body with two exits, a label and its parameters read late. */
 static void test_inline(void)
 {
@@ -886,6 +960,7 @@ int main(void)
 
 	test_inputs(packs, npacks);
 	test_details(&packs[0].pack);
+	test_const_bank(npacks > 1 ? &packs[1].pack : NULL);
 	test_malformed();
 	test_inline();
 	printf("test_nv_splice: %u splices, %u ptxas runs passed (packs: %d)\n", spliced_inputs,

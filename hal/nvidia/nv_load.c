@@ -373,6 +373,11 @@ static void prep_error(struct prep *p, const char *status, const char *fmt, ...)
  * spliced now and cached), or nothing (the original: SASS only, filtered,
  * or an error reported by name).
  */
+static const char *first_name(const struct prep *p)
+{
+	return p->nnames ? p->names[0] : "?";
+}
+
 static void prepare(const void *image, size_t len, unsigned sm, struct prep *p)
 {
 	char err[512] = "";
@@ -437,17 +442,16 @@ static void prepare(const void *image, size_t len, unsigned sm, struct prep *p)
 		return;
 	}
 	atomic_fetch_add(&g.splices, 1);
+	if (st.probes_in_global)
+		fprintf(stderr, PFX "module with kernel %s: its own constant data leaves no room in "
+			"the 64 KiB constant bank: the probes read their map table from global "
+			"memory here (a load more per probe)\n", first_name(p));
 	e = gx_cache_put(key, "ptx", out, out_len + 1);
 	if (e && !atomic_exchange(&g.cache_warned, true))
 		fprintf(stderr, PFX "warning: cannot write the splice cache (%s): every run splices "
 			"again\n", strerror(-e));
 	p->image = out;
 	p->state = IMG_INSTR;
-}
-
-static const char *first_name(const struct prep *p)
-{
-	return p->nnames ? p->names[0] : "?";
 }
 
 /* After the real load: the image table, kernels.txt, loud errors, the maps. */

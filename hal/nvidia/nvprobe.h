@@ -150,7 +150,15 @@ struct gx_splice_stats {
 	uint32_t kernels;	/* .entry functions seen */
 	uint32_t instrumented;	/* of them, spliced (filter matched) */
 	uint32_t entry_sites, exit_sites, load_sites, store_sites;
+	bool probes_in_global;	/* the module's .const data left no room for the probes' table:
+				 * it went to the global space (gx_ptx_const_bytes) */
 };
+
+/*
+ * An upper bound of the constant-bank bytes the module-scope .const
+ * variables of PTX text @t (@n bytes) take (ptxas allows 64 KiB a module).
+ */
+uint64_t gx_ptx_const_bytes(const char *t, size_t n);
 
 /*
  * Splices @pack's probes into the PTX module @ptx: the probe functions

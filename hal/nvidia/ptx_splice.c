@@ -1446,10 +1446,137 @@ static void pick_prefix(struct splicer *s)
 	}
 }
 
+/* ------------------------------------------------------------------ */
+/* The constant bank                                                   */
+/* ------------------------------------------------------------------ */
+
+/* A module's .const variables share one bank of this many bytes (ptxas refuses more). */
+#define GX_CONST_BANK 65536u
+
+/* Bytes of a scalar PTX type token (".b32", ".f64", ...), 0 if not one. */
+static unsigned type_bytes(const char *t, size_t n)
+{
+	unsigned bits = 0;
+
+	if (n < 3 || t[0] != '.' || !strchr("bsuf", t[1]))
+		return 0;
+	for (size_t i = 2; i < n; i++) {
+		if (t[i] < '0' || t[i] > '9')
+			return 0;
+		bits = bits * 10 + (unsigned)(t[i] - '0');
+	}
+	return bits == 8 || bits == 16 || bits == 32 || bits == 64 ? bits / 8 : 0;
+}
+
+/*
+ * An upper bound of the bytes the .const variables defined in @t (@n bytes)
+ * take: every line that starts with [.visible|.weak|.common] .const (module
+ * scope: code reads constants with ld.const, it never declares them) counts
+ * its type x vector width x array dimensions, an unsized dimension counting
+ * the initializer's values. Lines in block comments count too: an
+ * overestimate only moves our table out of the bank sooner.
+ */
+uint64_t gx_ptx_const_bytes(const char *t, size_t n)
+{
+	static const char *const linkage[] = { ".visible", ".weak", ".common" };
+	const char *end = t + n;
+	uint64_t total = 0;
+
+	for (const char *l = t; l < end;) {
+		const char *e = memchr(l, '\n', (size_t)(end - l));
+		const char *le = e ? e : end, *p = l, *eq;
+		uint64_t elem = 0, vec = 1, count = 1;
+
+		l = le + 1;
+		p += strspn(p, " \t");
+		for (size_t i = 0; i < sizeof(linkage) / sizeof(linkage[0]); i++) {
+			size_t k = strlen(linkage[i]);
+
+			if (le - p > (ptrdiff_t)k && !strncmp(p, linkage[i], k) && (p[k] == ' ' || p[k] == '\t'))
+				p += k + strspn(p + k, " \t");
+		}
+		if (le - p < 7 || strncmp(p, ".const", 6) || (p[6] != ' ' && p[6] != '\t'))
+			continue;
+		p += 6;
+		/* [.align N] [.vN] .type name[dims] [= init]; */
+		while (p < le) {
+			size_t k;
+
+			p += strspn(p, " \t");
+			k = strcspn(p, " \t;[=");
+			if (p + k > le)
+				k = (size_t)(le - p);
+			if (!k || *p != '.')
+				break;
+			if (k == 6 && !strncmp(p, ".align", 6)) {
+				p += k;
+				p += strspn(p, " \t");
+				p += strspn(p, "0123456789");
+				continue;
+			}
+			if (k == 3 && p[1] == 'v' && strchr("248", p[2]))
+				vec = (uint64_t)(p[2] - '0');
+			else if (type_bytes(p, k))
+				elem = type_bytes(p, k);
+			p += k;
+		}
+		if (!elem)
+			elem = 8;	/* a type this does not know: count it as the widest */
+		eq = memchr(p, '=', (size_t)(le - p));
+		for (const char *d = memchr(p, '[', (size_t)(le - p)); d && (!eq || d < eq);
+		     d = memchr(d + 1, '[', (size_t)(le - d - 1))) {
+			unsigned long long dim = strtoull(d + 1, NULL, 10);
+
+			if (!dim && eq) {	/* name[] = { ... }: as many as the initializer holds */
+				dim = 1;
+				for (const char *c = eq; c < le; c++)
+					dim += *c == ',';
+			}
+			count *= dim ? dim : 1;
+		}
+		total += elem * vec * count;
+	}
+	return total;
+}
+
+/*
+ * The probes' text with their constant-space variables and loads moved to
+ * the global space: for a module whose own .const data leaves no room for
+ * ours. malloc'd, or NULL.
+ */
+static char *probes_in_global(const char *ptx, size_t n, size_t *out_len)
+{
+	static const char *const from[] = { " .const ", "ld.const." };
+	static const char *const to[] = { " .global ", "ld.global." };
+	char *o = malloc(2 * n + 1);
+	size_t w = 0;
+
+	if (!o)
+		return NULL;
+	for (size_t i = 0; i < n;) {
+		size_t k = 0;
+
+		for (; k < 2; k++)
+			if (n - i >= strlen(from[k]) && !memcmp(ptx + i, from[k], strlen(from[k])))
+				break;
+		if (k < 2) {
+			memcpy(o + w, to[k], strlen(to[k]));
+			w += strlen(to[k]);
+			i += strlen(from[k]);
+		} else {
+			o[w++] = ptx[i++];
+		}
+	}
+	o[w] = '\0';
+	*out_len = w;
+	return o;
+}
+
 int gx_ptx_splice(const char *ptx, size_t ptx_len, const struct gx_pack *pack, char **out,
 		  size_t *out_len, struct gx_splice_stats *st, char *err, size_t err_len)
 {
 	struct gx_splice_stats local_stats;
+	struct gx_pack global_pack = { 0 };
 	struct splicer s = { 0 };
 	size_t n;
 
@@ -1486,6 +1613,26 @@ int gx_ptx_splice(const char *ptx, size_t ptx_len, const struct gx_pack *pack, c
 	s.st.text = calloc(1, s.st.cap);
 	if (!s.st.text)
 		return -ENOMEM;
+	/*
+	 * Our map table and GPU ordinal live in the constant bank, which the
+	 * module's own .const data shares: where both would not fit (ptxas
+	 * refuses more than 64 KiB), the probes read theirs from global memory
+	 * instead, a load more per probe rather than no probes at all.
+	 */
+	if (pack->ptx && gx_ptx_const_bytes(pack->ptx, strnlen(pack->ptx, pack->ptx_len)) &&
+	    gx_ptx_const_bytes(ptx, n) + gx_ptx_const_bytes(pack->ptx, strnlen(pack->ptx,
+							    pack->ptx_len)) > GX_CONST_BANK) {
+		global_pack = *pack;
+		global_pack.ptx = probes_in_global(pack->ptx, strnlen(pack->ptx, pack->ptx_len),
+						   &global_pack.ptx_len);
+		if (!global_pack.ptx) {
+			free(s.st.text);
+			return -ENOMEM;
+		}
+		pack = &global_pack;
+		s.pack = pack;
+		local_stats.probes_in_global = true;
+	}
 	pick_prefix(&s);
 	s.need_ver = probes_version(pack);
 	s.need_sm = probes_target(pack);
@@ -1526,6 +1673,7 @@ int gx_ptx_splice(const char *ptx, size_t ptx_len, const struct gx_pack *pack, c
 	}
 	free(s.st.text);
 	free(s.regs);
+	free(global_pack.ptx);
 	for (int e = 0; e < GX_PROBE_NR; e++)
 		gx_probe_body_free(&s.body[e]);
 	if (!s.rc && s.out.oom)
