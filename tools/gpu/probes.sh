@@ -51,7 +51,7 @@ if [ "${1:-}" = "--prepare" ]; then
   cp "$build/gpuext" "$build/libgpuext-nvprobe.so" "$bundle/"
   cp "$build"/tools/probes/*.bpf.o "$bundle/probes/"
   mkdir -p "$bundle/test"
-  cp "$build"/tests/bpf/probe_unplaced.bpf.o "$bundle/test/"
+  cp "$build"/tests/bpf/probe_unplaced.bpf.o "$build"/tests/bpf/probe_bigrec.bpf.o "$bundle/test/"
   # The preload library goes into the apps' processes: glibc only.
   extra=$(ldd "$bundle/libgpuext-nvprobe.so" | awk '/=>/ {print $1}' |
           grep -vE '^(libc|libm|libdl|libpthread|librt)\.so' || true)
@@ -254,6 +254,19 @@ if traced unplaced_vecadd "$bundle/test/probe_unplaced.bpf.o" --interval 0 -- "$
     echo "PASS unplaced_said: the preload library names the map it could not place" | tee -a "$out/checks.txt"
   else
     echo "FAIL unplaced_said: no error about the 320 MiB map in the log" | tee -a "$out/checks.txt"
+    status=1
+  fi
+fi
+
+say "ring records larger than 8 KiB (12,000 bytes): the shards hold them, and they arrive"
+if traced bigrec_vecadd "$bundle/test/probe_bigrec.bpf.o" --interval 0 -- "$apps/vecadd" 1048576; then
+  check same same_bigrec_vecadd "$logs/base_vecadd.log" "$logs/bigrec_vecadd.log"
+  nbig=$(sed -n 's/^ring buffer big: \([0-9]*\) records$/\1/p' "$logs/bigrec_vecadd.log" | tail -n 1)
+  nsmall=$(sed -n 's/^ring buffer small: \([0-9]*\) records$/\1/p' "$logs/bigrec_vecadd.log" | tail -n 1)
+  if [ "${nbig:-0}" -gt 0 ] && [ "${nsmall:-0}" -gt 0 ]; then
+    echo "PASS bigrec: $nbig records of 12000 bytes and $nsmall of 17-48 bytes arrived" | tee -a "$out/checks.txt"
+  else
+    echo "FAIL bigrec: ${nbig:-no} 12000-byte records, ${nsmall:-no} small ones in the final report" | tee -a "$out/checks.txt"
     status=1
   fi
 fi
