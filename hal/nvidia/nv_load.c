@@ -378,6 +378,16 @@ static const char *first_name(const struct prep *p)
 	return p->nnames ? p->names[0] : "?";
 }
 
+/* What a splice whose probes' table had to leave the constant bank declares (ptx_splice.c). */
+#define GLOBAL_TABLE ".visible .global .align 8 .b8 gpuext_rt_maps["
+
+static void say_table_in_global(const struct prep *p)
+{
+	fprintf(stderr, PFX "module with kernel %s: its own constant data leaves no room in the "
+		"64 KiB constant bank: the probes read their map table from global memory here "
+		"(a load more per probe)\n", first_name(p));
+}
+
 static void prepare(const void *image, size_t len, unsigned sm, struct prep *p)
 {
 	char err[512] = "";
@@ -432,6 +442,8 @@ static void prepare(const void *image, size_t len, unsigned sm, struct prep *p)
 		p->image = cached;
 		p->state = IMG_INSTR;
 		atomic_fetch_add(&g.splice_hits, 1);
+		if (strstr(cached, GLOBAL_TABLE))
+			say_table_in_global(p);
 		return;
 	}
 	free(cached);
@@ -443,9 +455,7 @@ static void prepare(const void *image, size_t len, unsigned sm, struct prep *p)
 	}
 	atomic_fetch_add(&g.splices, 1);
 	if (st.probes_in_global)
-		fprintf(stderr, PFX "module with kernel %s: its own constant data leaves no room in "
-			"the 64 KiB constant bank: the probes read their map table from global "
-			"memory here (a load more per probe)\n", first_name(p));
+		say_table_in_global(p);
 	e = gx_cache_put(key, "ptx", out, out_len + 1);
 	if (e && !atomic_exchange(&g.cache_warned, true))
 		fprintf(stderr, PFX "warning: cannot write the splice cache (%s): every run splices "
