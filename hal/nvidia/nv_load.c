@@ -442,7 +442,8 @@ static void prepare(const void *image, size_t len, unsigned sm, struct prep *p)
 		p->image = cached;
 		p->state = IMG_INSTR;
 		atomic_fetch_add(&g.splice_hits, 1);
-		if (strstr(cached, GLOBAL_TABLE))
+		/* the splice moved a table the pack keeps in the constant space */
+		if (strstr(cached, GLOBAL_TABLE) && g.pack.ptx && !strstr(g.pack.ptx, GLOBAL_TABLE))
 			say_table_in_global(p);
 		return;
 	}
