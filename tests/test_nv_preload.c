@@ -632,14 +632,18 @@ static void test_ring_drain_with(bool have_memset)
 		uint32_t bad = log->bad_len;
 
 		CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m3, 128 << 10, 132, 12000, &d3, &r), 0);
-		CHECK_EQ_INT(d3.nr_slots, 8);	/* not 16 shards of 8 KiB */
-		CHECK_EQ_INT(d3.max_entries, 16 << 10);
+		CHECK_EQ_INT(d3.nr_slots, 4);	/* not 16 shards of 8 KiB */
+		CHECK_EQ_INT(d3.max_entries, 32 << 10);
 		fk.m = &m3;
+		/* small records first, then the large one, in one shard */
+		rec[0] = 0x5a11;
+		CHECK_EQ_INT(dev_put(&d3, 3, rec, 40, 0), 0);
+		CHECK_EQ_INT(dev_put(&d3, 3, rec, 40, 0), 0);
 		big[0] = 0xb16b16;
 		big[1499] = 0xe2d;
-		CHECK_EQ_INT(dev_put(&d3, 5, big, 12000, 0), 0);
+		CHECK_EQ_INT(dev_put(&d3, 3, big, 12000, 0), 0);
 		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m3, &s, &moved), 0);
-		CHECK_EQ_U64(moved, 1);
+		CHECK_EQ_U64(moved, 3);
 		gpuext_ringbuf_consumer__consume(cons);
 		CHECK_EQ_U64(log->last, 0xb16b16);
 		CHECK_EQ_INT(log->bad_len, bad + 1);	/* its length: 12000, not the usual 40 */
@@ -668,13 +672,30 @@ static void test_ring_drain(void)
 	CHECK_EQ_INT(nv_ring_shards(256 << 10, 3, 0), 16);
 	CHECK_EQ_INT(nv_ring_shards(1 << 20, 1, 0), 8);
 	CHECK_EQ_INT(nv_ring_shards(64 << 20, 0, 0), 1);
-	/* Records past 8 KiB: every shard holds the largest one with its 8-byte header. */
+	/*
+	 * Large records: every shard holds 2 R - 8 bytes, R = the largest record
+	 * with its 8-byte header, so an empty shard takes one at any position.
+	 */
 	CHECK_EQ_INT(nv_ring_shards(4 << 20, 132, 0), 512);
-	CHECK_EQ_INT(nv_ring_shards(4 << 20, 132, 8184), 512);	/* 8184 + 8 = 8 KiB: fits */
-	CHECK_EQ_INT(nv_ring_shards(4 << 20, 132, 8185), 256);	/* 8200 bytes: 16 KiB shards */
-	CHECK_EQ_INT(nv_ring_shards(4 << 20, 132, 12000), 256);
-	CHECK_EQ_INT(nv_ring_shards(4 << 20, 132, 100000), 32);	/* 128 KiB shards */
+	CHECK_EQ_INT(nv_ring_shards(4 << 20, 132, 4088), 512);	/* R 4096: 2 R - 8 <= 8 KiB */
+	CHECK_EQ_INT(nv_ring_shards(4 << 20, 132, 4089), 256);	/* R 4104: 16 KiB shards */
+	CHECK_EQ_INT(nv_ring_shards(4 << 20, 132, 12000), 128);	/* 12008: 32 KiB */
+	CHECK_EQ_INT(nv_ring_shards(4 << 20, 132, 100000), 16);	/* 256 KiB */
 	CHECK_EQ_INT(nv_ring_shards(64 << 10, 132, 40000), 1);	/* the whole ring, one shard */
+	/* The property itself: from every 8-aligned position an empty shard takes the record. */
+	{
+		static const uint32_t recs[] = { 0, 1, 40, 4088, 4089, 8184, 8185, 12000, 16376, 30000 };
+		unsigned bad = 0;
+
+		for (size_t i = 0; i < sizeof(recs) / sizeof(recs[0]); i++) {
+			uint64_t shard = (4u << 20) / nv_ring_shards(4 << 20, 132, recs[i]);
+			uint64_t tot = ((uint64_t)recs[i] + 7) / 8 * 8 + 8;
+
+			for (uint64_t off = 0; off < shard; off += 8)
+				bad += !(off + tot <= shard || off >= tot);
+		}
+		CHECK_EQ_INT(bad, 0);
+	}
 	test_ring_drain_with(true);
 	test_ring_drain_with(false);	/* no cuMemsetD32Async: zeroed by a copy */
 }

@@ -496,7 +496,7 @@ static void test_pack_records(void)
 		CHECK(p.ptx == NULL);
 		CHECK_STR_CONTAINS(err, "records of 12000 bytes to ring buffer 'big', which holds "
 				   "8192 bytes");
-		CHECK_STR_CONTAINS(err, "declare max_entries of at least 16384");
+		CHECK_STR_CONTAINS(err, "only from 24008 bytes: declare max_entries of at least 32768");
 		gpuext_object__close(obj);
 	}
 	gpuext_runtime__free(rt);

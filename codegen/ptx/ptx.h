@@ -104,9 +104,10 @@ struct gpuext_ptx_map_desc {
  * one hot address per SM (16 warps of an SM taking turns on one CAS made
  * memtrace 8.5x on a 2^16-element kernel, H100; 4 shards an SM 4.2x, 8
  * 3.3x); %ctaid.x spreads blocks whose warp 0s sit in the same warp slot.
- * A record must fit one shard (size + 8 <= max_entries): the NVIDIA host
- * sizes the shards by the largest record the probes write
- * (gpuext_map__ring_max_record). nr_slots = 1 is one plain ring (what
+ * A record must fit one shard (size + 8 <= max_entries), and since records
+ * never wrap, an empty shard takes it from any position only if it holds
+ * 2 (size + 8) - 8 bytes: the NVIDIA host sizes the shards so, by the
+ * largest record the probes write (gpuext_map__ring_max_record). nr_slots = 1 is one plain ring (what
  * gpuext_ptx_map_image() and gpuext_ptx_device__run() use); the NVIDIA
  * probes (hal/nvidia/nv_maps.c) pick more for rings of 16 KiB and up.
  *

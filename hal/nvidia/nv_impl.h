@@ -122,9 +122,11 @@ struct nv_dmap;
 /*
  * Shards of a device ring of @bytes (a power of 2) on a GPU of @sms SMs whose
  * probes write records of up to @max_record bytes: the largest power of 2
- * <= @sms x 8 and <= 2048 whose shards hold at least 8 KiB and one such
- * record with its 8-byte header; at least 1 (codegen/ptx/ptx.h has the
- * layout). A record the whole ring cannot hold `gpuext trace` refuses.
+ * <= @sms x 8 and <= 2048 whose shards hold at least 8 KiB and 2 R - 8
+ * bytes, R = such a record with its 8-byte header (a record never wraps:
+ * so an empty shard takes it wherever its position is); at least 1
+ * (codegen/ptx/ptx.h has the layout). A ring too small for that `gpuext
+ * trace` refuses.
  */
 uint32_t nv_ring_shards(uint32_t bytes, int sms, uint32_t max_record);
 

@@ -388,7 +388,14 @@ uint32_t nv_ring_shards(uint32_t bytes, int sms, uint32_t max_record)
 {
 	uint64_t want = sms > 0 ? (uint64_t)sms * NV_RING_PER_SM : 0;
 	uint64_t rec = ((uint64_t)max_record + 7) / 8 * 8 + 8;	/* with its header */
-	uint64_t shard_min = rec > NV_RING_SHARD_MIN ? rec : NV_RING_SHARD_MIN;
+	/*
+	 * A record never wraps: at a position past shard - rec it pads to the
+	 * end and starts over at 0, so an empty shard takes it only if that
+	 * position is also >= rec. Positions are 8-aligned: a shard of
+	 * 2 rec - 8 bytes leaves no position where neither holds.
+	 */
+	uint64_t need = max_record ? 2 * rec - 8 : 0;
+	uint64_t shard_min = need > NV_RING_SHARD_MIN ? need : NV_RING_SHARD_MIN;
 	uint32_t n = 1;
 
 	/* Doubling while every limit allows it: powers of 2 below all of them. */

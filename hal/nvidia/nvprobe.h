@@ -80,9 +80,10 @@ void gx_cache_key(const void *module_ptx, size_t ptx_len, const uint8_t pack_has
 /*
  * The splicer's output version in every cache key (ptx_splice.c owns it): a
  * change in what the splicer writes for the same input bumps it. 2: entry
- * sites after the kernel's prologue.
+ * sites after the kernel's prologue; 3: the probes' table in the global
+ * space where the module's constant bank has no room for it.
  */
-#define GX_SPLICE_VERSION 2
+#define GX_SPLICE_VERSION 3
 /* 0 and a malloc'd copy, -ENOENT if absent, other -errno on I/O errors. */
 int gx_cache_get(const uint8_t key[32], const char *suffix, void **data, size_t *len);
 int gx_cache_put(const uint8_t key[32], const char *suffix, const void *data, size_t len);

@@ -1473,8 +1473,9 @@ static unsigned type_bytes(const char *t, size_t n)
  * take: every line that starts with [.visible|.weak|.common] .const (module
  * scope: code reads constants with ld.const, it never declares them) counts
  * its type x vector width x array dimensions, an unsized dimension counting
- * the initializer's values. Lines in block comments count too: an
- * overestimate only moves our table out of the bank sooner.
+ * the initializer's values, plus its alignment less one (ptxas pads between
+ * variables). Lines in block comments count too: an overestimate only moves
+ * our table out of the bank sooner.
  */
 uint64_t gx_ptx_const_bytes(const char *t, size_t n)
 {
@@ -1485,7 +1486,8 @@ uint64_t gx_ptx_const_bytes(const char *t, size_t n)
 	for (const char *l = t; l < end;) {
 		const char *e = memchr(l, '\n', (size_t)(end - l));
 		const char *le = e ? e : end, *p = l, *eq;
-		uint64_t elem = 0, vec = 1, count = 1;
+		uint64_t elem = 0, vec = 1, count = 1, align = 0;
+		size_t rest;
 
 		l = le + 1;
 		p += strspn(p, " \t");
@@ -1509,9 +1511,11 @@ uint64_t gx_ptx_const_bytes(const char *t, size_t n)
 			if (!k || *p != '.')
 				break;
 			if (k == 6 && !strncmp(p, ".align", 6)) {
+				char *ae;
+
 				p += k;
-				p += strspn(p, " \t");
-				p += strspn(p, "0123456789");
+				align = strtoull(p, &ae, 0);
+				p = ae > le ? le : ae;
 				continue;
 			}
 			if (k == 3 && p[1] == 'v' && strchr("248", p[2]))
@@ -1522,10 +1526,11 @@ uint64_t gx_ptx_const_bytes(const char *t, size_t n)
 		}
 		if (!elem)
 			elem = 8;	/* a type this does not know: count it as the widest */
-		eq = memchr(p, '=', (size_t)(le - p));
-		for (const char *d = memchr(p, '[', (size_t)(le - p)); d && (!eq || d < eq);
-		     d = memchr(d + 1, '[', (size_t)(le - d - 1))) {
-			unsigned long long dim = strtoull(d + 1, NULL, 10);
+		rest = p < le ? (size_t)(le - p) : 0;
+		eq = memchr(p, '=', rest);
+		for (const char *d = memchr(p, '[', rest); d && (!eq || d < eq);
+		     d = d + 1 < le ? memchr(d + 1, '[', (size_t)(le - d - 1)) : NULL) {
+			unsigned long long dim = strtoull(d + 1, NULL, 0);
 
 			if (!dim && eq) {	/* name[] = { ... }: as many as the initializer holds */
 				dim = 1;
@@ -1534,7 +1539,9 @@ uint64_t gx_ptx_const_bytes(const char *t, size_t n)
 			}
 			count *= dim ? dim : 1;
 		}
-		total += elem * vec * count;
+		if (!align)
+			align = elem * vec;
+		total += elem * vec * count + (align ? align - 1 : 0);
 	}
 	return total;
 }
@@ -1542,24 +1549,26 @@ uint64_t gx_ptx_const_bytes(const char *t, size_t n)
 /*
  * The probes' text with their constant-space variables and loads moved to
  * the global space: for a module whose own .const data leaves no room for
- * ours. malloc'd, or NULL.
+ * ours. 0 and a malloc'd *@out, -ENOMEM, or -E2BIG where something of the
+ * constant space is left that this rewrite does not know.
  */
-static char *probes_in_global(const char *ptx, size_t n, size_t *out_len)
+static int probes_in_global(const char *ptx, size_t n, char **out, size_t *out_len)
 {
-	static const char *const from[] = { " .const ", "ld.const." };
-	static const char *const to[] = { " .global ", "ld.global." };
+	static const char *const from[] = { " .const ", "\t.const ", "\n.const ", "ld.const." };
+	static const char *const to[] = { " .global ", "\t.global ", "\n.global ", "ld.global." };
+	const size_t nfrom = sizeof(from) / sizeof(from[0]);
 	char *o = malloc(2 * n + 1);
 	size_t w = 0;
 
 	if (!o)
-		return NULL;
+		return -ENOMEM;
 	for (size_t i = 0; i < n;) {
 		size_t k = 0;
 
-		for (; k < 2; k++)
+		for (; k < nfrom; k++)
 			if (n - i >= strlen(from[k]) && !memcmp(ptx + i, from[k], strlen(from[k])))
 				break;
-		if (k < 2) {
+		if (k < nfrom) {
 			memcpy(o + w, to[k], strlen(to[k]));
 			w += strlen(to[k]);
 			i += strlen(from[k]);
@@ -1568,8 +1577,15 @@ static char *probes_in_global(const char *ptx, size_t n, size_t *out_len)
 		}
 	}
 	o[w] = '\0';
+	/* Nothing of the constant space may be left (a form this rewrite does not know). */
+	if (gx_ptx_const_bytes(o, w) || strstr(o, "ld.const") || strstr(o, "cvta.const") ||
+	    strstr(o, "cvta.to.const") || !strncmp(o, ".const ", 7)) {
+		free(o);
+		return -E2BIG;
+	}
+	*out = o;
 	*out_len = w;
-	return o;
+	return 0;
 }
 
 int gx_ptx_splice(const char *ptx, size_t ptx_len, const struct gx_pack *pack, char **out,
@@ -1622,12 +1638,21 @@ int gx_ptx_splice(const char *ptx, size_t ptx_len, const struct gx_pack *pack, c
 	if (pack->ptx && gx_ptx_const_bytes(pack->ptx, strnlen(pack->ptx, pack->ptx_len)) &&
 	    gx_ptx_const_bytes(ptx, n) + gx_ptx_const_bytes(pack->ptx, strnlen(pack->ptx,
 							    pack->ptx_len)) > GX_CONST_BANK) {
+		int ge;
+
 		global_pack = *pack;
-		global_pack.ptx = probes_in_global(pack->ptx, strnlen(pack->ptx, pack->ptx_len),
-						   &global_pack.ptx_len);
-		if (!global_pack.ptx) {
+		global_pack.ptx = NULL;
+		ge = probes_in_global(pack->ptx, strnlen(pack->ptx, pack->ptx_len), &global_pack.ptx,
+				      &global_pack.ptx_len);
+		if (ge) {
 			free(s.st.text);
-			return -ENOMEM;
+			if (ge == -ENOMEM)
+				return ge;
+			if (err && err_len)
+				snprintf(err, err_len, "the module's own constant data leaves no room "
+					 "for the probes' (64 KiB a module), and their text could not "
+					 "be moved to the global space");
+			return -E2BIG;
 		}
 		pack = &global_pack;
 		s.pack = pack;

@@ -800,10 +800,12 @@ int trace_build_pack(struct gpuext_object *obj, const char *sm, bool per_thread,
 		if (gpuext_map__type(m) != BPF_MAP_TYPE_RINGBUF)
 			continue;
 		p->maps[i].max_record = gpuext_map__ring_max_record(m);
-		need = ((uint64_t)p->maps[i].max_record + 7) / 8 * 8 + 8;
+		/* with its 8-byte header, twice less 8: a record never wraps (nv_ring_shards) */
+		need = 2 * (((uint64_t)p->maps[i].max_record + 7) / 8 * 8 + 8) - 8;
 		if (need > gpuext_map__max_entries(m)) {
 			set_err(err, err_len, "'%s': a probe writes records of %u bytes to ring buffer "
-				"'%s', which holds %u bytes; a record takes %llu with its header: "
+				"'%s', which holds %u bytes; a record never wraps, so a ring (or "
+				"each shard of one) takes records that large only from %llu bytes: "
 				"declare max_entries of at least %llu", gpuext_object__name(obj),
 				p->maps[i].max_record, p->maps[i].name, gpuext_map__max_entries(m),
 				(unsigned long long)need, (unsigned long long)pow2_at_least(need));
