@@ -22,7 +22,7 @@
  *                             inlined in a nested block (ptx_inline.c);
  *   before the first code     the entry site, after the body's prologue of
  *   with an effect            parameter loads, moves and arithmetic
- *                             (entry_may_follow());
+ *                             (gx_ptx_entry_may_follow());
  *   before each ret/exit      the exit site; a predicated one (@%p ret) is
  *                             skipped over by a branch on the negated
  *                             predicate, so the probe runs exactly when the
@@ -55,6 +55,7 @@
 
 #include "nvprobe.h"
 #include "ptx_splice.h"
+#include "ptx_text.h"
 
 /* ------------------------------------------------------------------ */
 /* Output buffer                                                       */
@@ -650,7 +651,7 @@ static void emit_site(struct splicer *s, int ev, bool mem, unsigned size)
 		oprintf(&s->out, "$%s_G%u:\n", p, s->site_seq);
 }
 
-/* The entry site, after the kernel's prologue (entry_may_follow()). */
+/* The entry site, after the kernel's prologue (gx_ptx_entry_may_follow()). */
 static void emit_entry(struct splicer *s)
 {
 	if (!has_event(s, GX_PROBE_ENTRY))
@@ -658,28 +659,6 @@ static void emit_entry(struct splicer *s)
 	oprintf(&s->out, "\t// gpuext: entry probe (hal/nvidia/ptx_splice.c)\n");
 	emit_site(s, GX_PROBE_ENTRY, false, 0);
 	s->stats->entry_sites++;
-}
-
-/* Splits "@%p1 op ..." / "@!%p1 op ..." into the guard and the rest. */
-static const char *split_guard(const char *t, char *guard, size_t glen, bool *neg)
-{
-	size_t n = 0;
-
-	guard[0] = '\0';
-	*neg = false;
-	if (*t != '@')
-		return t;
-	t++;
-	if (*t == '!') {
-		*neg = true;
-		t++;
-	}
-	while (*t && *t != ' ' && n < glen - 1)
-		guard[n++] = *t++;
-	guard[n] = '\0';
-	while (*t == ' ')
-		t++;
-	return t;
 }
 
 /* @G bra over our code when the instruction's guard G is false. */
@@ -706,71 +685,6 @@ static void exit_site(struct splicer *s, const char *guard, bool neg)
 	s->stats->exit_sites++;
 }
 
-/* Splits operands at top-level commas (outside {} and []). Returns the count. */
-static int split_operands(char *ops, char **out, int max)
-{
-	int n = 0, depth = 0;
-	char *start = ops;
-
-	for (char *c = ops;; c++) {
-		if (*c == '{' || *c == '[')
-			depth++;
-		else if (*c == '}' || *c == ']')
-			depth--;
-		if ((*c == ',' && depth == 0) || !*c) {
-			bool end = !*c;
-
-			*c = '\0';
-			while (*start == ' ')
-				start++;
-			for (char *e = c; e > start && e[-1] == ' ';)
-				*--e = '\0';
-			if (n < max)
-				out[n++] = start;
-			if (end)
-				break;
-			start = c + 1;
-		}
-	}
-	return n;
-}
-
-/* The first element of "{%f1, %f2}", or the operand itself; "" when none. */
-static void first_elem(const char *op, char *out, size_t len)
-{
-	size_t n = 0;
-
-	if (*op == '{')
-		op++;
-	while (*op == ' ')
-		op++;
-	while (*op && *op != ',' && *op != '}' && *op != ' ' && n < len - 1)
-		out[n++] = *op++;
-	out[n] = '\0';
-}
-
-static bool parse_imm(const char *t, unsigned long long *v)
-{
-	char *end;
-	bool neg = false;
-
-	if ((t[0] == '0') && (t[1] == 'f' || t[1] == 'F' || t[1] == 'd' || t[1] == 'D')) {
-		/* 0fXXXXXXXX / 0dXXXXXXXXXXXXXXXX: the IEEE bits in hex */
-		*v = strtoull(t + 2, &end, 16);
-		return *end == '\0' && end != t + 2;
-	}
-	if (*t == '-') {
-		neg = true;
-		t++;
-	}
-	*v = strtoull(t, &end, 0);
-	if (*end == 'U' || *end == 'u')
-		end++;
-	if (neg)
-		*v = -*v;
-	return *end == '\0' && end != t;
-}
-
 /* %SFX_v = the bits of @op (register or immediate), masked to @size bytes. */
 static void emit_value(struct splicer *s, const char *op, unsigned size)
 {
@@ -795,7 +709,7 @@ static void emit_value(struct splicer *s, const char *op, unsigned size)
 				(1ull << (8 * size)) - 1);
 		return;
 	}
-	if (!parse_imm(op, &imm))
+	if (!gx_ptx_parse_imm(op, &imm))
 		imm = 0;
 	if (size < 8)
 		imm &= (1ull << (8 * size)) - 1;
@@ -850,7 +764,7 @@ static bool emit_addr(struct splicer *s, const char *op, bool generic)
 	} else if ((base[0] >= '0' && base[0] <= '9') || base[0] == '-') {
 		unsigned long long v;
 
-		if (!parse_imm(base, &v))
+		if (!gx_ptx_parse_imm(base, &v))
 			return false;
 		oprintf(&s->out, "\tmov.u64 %%%s_a, %llu;\n", p, v);
 	} else if (!generic && is_ident(base[0])) {
@@ -926,7 +840,7 @@ static void mem_site(struct splicer *s, const char *guard, bool neg, const char 
 	ev = load ? GX_PROBE_LOAD : GX_PROBE_STORE;
 	if (!has_event(s, ev))
 		return;
-	nops = split_operands(operands, ops, 8);
+	nops = gx_ptx_split_operands(operands, ops, 8);
 	if (nops < 2) {
 		fail(s, s->st.line, "%s: expected two operands", opcode);
 		return;
@@ -948,7 +862,7 @@ static void mem_site(struct splicer *s, const char *guard, bool neg, const char 
 		return;
 	}
 	if (!load) {
-		first_elem(ops[1], val, sizeof(val));
+		gx_ptx_first_elem(ops[1], val, sizeof(val));
 		emit_value(s, val, elem);
 	}
 	/* the instruction itself, unchanged */
@@ -958,7 +872,7 @@ static void mem_site(struct splicer *s, const char *guard, bool neg, const char 
 		oprintf(&s->out, "\tisspacep.global %%%s_q, %%%s_a;\n\t@!%%%s_q bra $%s_L%u;\n", p, p,
 			p, p, label);
 	if (load) {
-		first_elem(ops[0], val, sizeof(val));
+		gx_ptx_first_elem(ops[0], val, sizeof(val));
 		if (val[0] == '%')
 			emit_value(s, val, elem);
 		else
@@ -981,7 +895,7 @@ static void instruction(struct splicer *s)
 	bool neg;
 	size_t n;
 
-	rest = split_guard(s->st.text, guard, sizeof(guard), &neg);
+	rest = gx_ptx_split_guard(s->st.text, guard, sizeof(guard), &neg);
 	n = strcspn(rest, " ");
 	if (n >= sizeof(opcode))
 		return;
@@ -1105,53 +1019,6 @@ static void emit_decls(struct splicer *s)
 		"\t.reg .b16 %%%s_h;\n\t.reg .pred %%%s_q;\n", p, p, p, p, p, p, p, p);
 }
 
-static bool is_decl(const char *t)
-{
-	static const char *const d[] = { ".reg", ".local", ".shared", ".param", ".const", ".pragma" };
-
-	for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++)
-		if (!strncmp(t, d[i], strlen(d[i])))
-			return true;
-	return false;
-}
-
-/*
- * May the entry site come after statement @t? Only for what has no effect
- * outside the thread's registers and no control flow: parameter loads,
- * moves (special registers included) and arithmetic, unpredicated. Not a
- * carry chain (add.cc ... addc: the carry flag lives only in straight-line
- * code, and the probe branches), and not a read of a clock or a performance
- * counter: an app that times itself from its first instruction keeps the
- * probe's cost out of what it measures, as before.
- * The entry site then sits after the kernel's own prologue (its parameters,
- * thread and block indices, bounds tests), just before its first branch,
- * label, memory access or call: the probe still runs exactly once per
- * thread and before anything another thread could see, and ptxas issues
- * the kernel's special-register reads together with the site's guard
- * instead of after it (the guard was the first thing every warp waited on).
- */
-static bool entry_may_follow(const char *t)
-{
-	static const char *const pure[] = { "mov", "cvta", "cvt", "add", "sub", "mul", "mad", "shl",
-					    "shr", "and", "or", "xor", "not", "setp", "selp", "neg",
-					    "min", "max" };
-	size_t n = strcspn(t, ". \t"), op = strcspn(t, " \t");
-	static const char *const clocks[] = { "%clock", "%globaltimer", "%pm" };
-
-	for (const char *c = strstr(t, ".cc"); c && c < t + op; c = strstr(c + 1, ".cc"))
-		if (c[3] == '.' || c[3] == ' ' || c[3] == '\t' || !c[3])
-			return false;
-	for (size_t i = 0; i < sizeof(clocks) / sizeof(clocks[0]); i++)
-		if (strstr(t + op, clocks[i]))
-			return false;
-	if (!strncmp(t, "ld.param.", 9))
-		return true;
-	for (size_t i = 0; i < sizeof(pure) / sizeof(pure[0]); i++)
-		if (n == strlen(pure[i]) && !strncmp(t, pure[i], n))
-			return true;
-	return false;
-}
-
 /* Walks a function body (s->pos just after its '{'), instrumenting it when @h says so. */
 static void body(struct splicer *s, const struct fn_header *h, bool instrument, unsigned open_line)
 {
@@ -1173,8 +1040,8 @@ static void body(struct splicer *s, const struct fn_header *h, bool instrument, 
 		}
 		if (instrument && !entered &&
 		    (k == ST_LABEL || k == ST_OPEN || (k == ST_CLOSE && depth == 1) ||
-		     (k == ST_STMT && !is_decl(s->st.text) &&
-		      !entry_may_follow(s->st.text)))) {
+		     (k == ST_STMT && !gx_ptx_is_decl(s->st.text) &&
+		      !gx_ptx_entry_may_follow(s->st.text)))) {
 			copy_to_stmt(s);
 			s->kid = (unsigned long long)gx_kernel_id(h->name, strlen(h->name));
 			s->param0 = h->param0;
@@ -1453,141 +1320,6 @@ static void pick_prefix(struct splicer *s)
 /* A module's .const variables share one bank of this many bytes (ptxas refuses more). */
 #define GX_CONST_BANK 65536u
 
-/* Bytes of a scalar PTX type token (".b32", ".f64", ...), 0 if not one. */
-static unsigned type_bytes(const char *t, size_t n)
-{
-	unsigned bits = 0;
-
-	if (n < 3 || t[0] != '.' || !strchr("bsuf", t[1]))
-		return 0;
-	for (size_t i = 2; i < n; i++) {
-		if (t[i] < '0' || t[i] > '9')
-			return 0;
-		bits = bits * 10 + (unsigned)(t[i] - '0');
-	}
-	return bits == 8 || bits == 16 || bits == 32 || bits == 64 ? bits / 8 : 0;
-}
-
-/*
- * An upper bound of the bytes the .const variables defined in @t (@n bytes)
- * take: every line that starts with [.visible|.weak|.common] .const (module
- * scope: code reads constants with ld.const, it never declares them) counts
- * its type x vector width x array dimensions, an unsized dimension counting
- * the initializer's values, plus its alignment less one (ptxas pads between
- * variables). Lines in block comments count too: an overestimate only moves
- * our table out of the bank sooner.
- */
-uint64_t gx_ptx_const_bytes(const char *t, size_t n)
-{
-	static const char *const linkage[] = { ".visible", ".weak", ".common" };
-	const char *end = t + n;
-	uint64_t total = 0;
-
-	for (const char *l = t; l < end;) {
-		const char *e = memchr(l, '\n', (size_t)(end - l));
-		const char *le = e ? e : end, *p = l, *eq;
-		uint64_t elem = 0, vec = 1, count = 1, align = 0;
-		size_t rest;
-
-		l = le + 1;
-		p += strspn(p, " \t");
-		for (size_t i = 0; i < sizeof(linkage) / sizeof(linkage[0]); i++) {
-			size_t k = strlen(linkage[i]);
-
-			if (le - p > (ptrdiff_t)k && !strncmp(p, linkage[i], k) && (p[k] == ' ' || p[k] == '\t'))
-				p += k + strspn(p + k, " \t");
-		}
-		if (le - p < 7 || strncmp(p, ".const", 6) || (p[6] != ' ' && p[6] != '\t'))
-			continue;
-		p += 6;
-		/* [.align N] [.vN] .type name[dims] [= init]; */
-		while (p < le) {
-			size_t k;
-
-			p += strspn(p, " \t");
-			k = strcspn(p, " \t;[=");
-			if (p + k > le)
-				k = (size_t)(le - p);
-			if (!k || *p != '.')
-				break;
-			if (k == 6 && !strncmp(p, ".align", 6)) {
-				char *ae;
-
-				p += k;
-				align = strtoull(p, &ae, 0);
-				p = ae > le ? le : ae;
-				continue;
-			}
-			if (k == 3 && p[1] == 'v' && strchr("248", p[2]))
-				vec = (uint64_t)(p[2] - '0');
-			else if (type_bytes(p, k))
-				elem = type_bytes(p, k);
-			p += k;
-		}
-		if (!elem)
-			elem = 8;	/* a type this does not know: count it as the widest */
-		rest = p < le ? (size_t)(le - p) : 0;
-		eq = memchr(p, '=', rest);
-		for (const char *d = memchr(p, '[', rest); d && (!eq || d < eq);
-		     d = d + 1 < le ? memchr(d + 1, '[', (size_t)(le - d - 1)) : NULL) {
-			unsigned long long dim = strtoull(d + 1, NULL, 0);
-
-			if (!dim && eq) {	/* name[] = { ... }: as many as the initializer holds */
-				dim = 1;
-				for (const char *c = eq; c < le; c++)
-					dim += *c == ',';
-			}
-			count *= dim ? dim : 1;
-		}
-		if (!align)
-			align = elem * vec;
-		total += elem * vec * count + (align ? align - 1 : 0);
-	}
-	return total;
-}
-
-/*
- * The probes' text with their constant-space variables and loads moved to
- * the global space: for a module whose own .const data leaves no room for
- * ours. 0 and a malloc'd *@out, -ENOMEM, or -E2BIG where something of the
- * constant space is left that this rewrite does not know.
- */
-static int probes_in_global(const char *ptx, size_t n, char **out, size_t *out_len)
-{
-	static const char *const from[] = { " .const ", "\t.const ", "\n.const ", "ld.const." };
-	static const char *const to[] = { " .global ", "\t.global ", "\n.global ", "ld.global." };
-	const size_t nfrom = sizeof(from) / sizeof(from[0]);
-	char *o = malloc(2 * n + 1);
-	size_t w = 0;
-
-	if (!o)
-		return -ENOMEM;
-	for (size_t i = 0; i < n;) {
-		size_t k = 0;
-
-		for (; k < nfrom; k++)
-			if (n - i >= strlen(from[k]) && !memcmp(ptx + i, from[k], strlen(from[k])))
-				break;
-		if (k < nfrom) {
-			memcpy(o + w, to[k], strlen(to[k]));
-			w += strlen(to[k]);
-			i += strlen(from[k]);
-		} else {
-			o[w++] = ptx[i++];
-		}
-	}
-	o[w] = '\0';
-	/* Nothing of the constant space may be left (a form this rewrite does not know). */
-	if (gx_ptx_const_bytes(o, w) || strstr(o, "ld.const") || strstr(o, "cvta.const") ||
-	    strstr(o, "cvta.to.const") || !strncmp(o, ".const ", 7)) {
-		free(o);
-		return -E2BIG;
-	}
-	*out = o;
-	*out_len = w;
-	return 0;
-}
-
 int gx_ptx_splice(const char *ptx, size_t ptx_len, const struct gx_pack *pack, char **out,
 		  size_t *out_len, struct gx_splice_stats *st, char *err, size_t err_len)
 {
@@ -1642,8 +1374,8 @@ int gx_ptx_splice(const char *ptx, size_t ptx_len, const struct gx_pack *pack, c
 
 		global_pack = *pack;
 		global_pack.ptx = NULL;
-		ge = probes_in_global(pack->ptx, strnlen(pack->ptx, pack->ptx_len), &global_pack.ptx,
-				      &global_pack.ptx_len);
+		ge = gx_ptx_probes_in_global(pack->ptx, strnlen(pack->ptx, pack->ptx_len),
+					     &global_pack.ptx, &global_pack.ptx_len);
 		if (ge) {
 			free(s.st.text);
 			if (ge == -ENOMEM)

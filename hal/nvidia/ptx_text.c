@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Readers of PTX text that need no splicer state (ptx_splice.c calls them):
+ * a statement's guard, operands, immediates, declarations; which prologue
+ * statements the entry site may follow; how much of the constant bank a
+ * module's .const variables take; the probes' text moved out of that bank.
+ * Lives in the LD_PRELOAD library with the splicer: libc only.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nvprobe.h"
+#include "ptx_text.h"
+
+/* Splits "@%p1 op ..." / "@!%p1 op ..." into the guard and the rest. */
+const char *gx_ptx_split_guard(const char *t, char *guard, size_t glen, bool *neg)
+{
+	size_t n = 0;
+
+	guard[0] = '\0';
+	*neg = false;
+	if (*t != '@')
+		return t;
+	t++;
+	if (*t == '!') {
+		*neg = true;
+		t++;
+	}
+	while (*t && *t != ' ' && n < glen - 1)
+		guard[n++] = *t++;
+	guard[n] = '\0';
+	while (*t == ' ')
+		t++;
+	return t;
+}
+
+/* Splits operands at top-level commas (outside {} and []). Returns the count. */
+int gx_ptx_split_operands(char *ops, char **out, int max)
+{
+	int n = 0, depth = 0;
+	char *start = ops;
+
+	for (char *c = ops;; c++) {
+		if (*c == '{' || *c == '[')
+			depth++;
+		else if (*c == '}' || *c == ']')
+			depth--;
+		if ((*c == ',' && depth == 0) || !*c) {
+			bool end = !*c;
+
+			*c = '\0';
+			while (*start == ' ')
+				start++;
+			for (char *e = c; e > start && e[-1] == ' ';)
+				*--e = '\0';
+			if (n < max)
+				out[n++] = start;
+			if (end)
+				break;
+			start = c + 1;
+		}
+	}
+	return n;
+}
+
+/* The first element of "{%f1, %f2}", or the operand itself; "" when none. */
+void gx_ptx_first_elem(const char *op, char *out, size_t len)
+{
+	size_t n = 0;
+
+	if (*op == '{')
+		op++;
+	while (*op == ' ')
+		op++;
+	while (*op && *op != ',' && *op != '}' && *op != ' ' && n < len - 1)
+		out[n++] = *op++;
+	out[n] = '\0';
+}
+
+bool gx_ptx_parse_imm(const char *t, unsigned long long *v)
+{
+	char *end;
+	bool neg = false;
+
+	if ((t[0] == '0') && (t[1] == 'f' || t[1] == 'F' || t[1] == 'd' || t[1] == 'D')) {
+		/* 0fXXXXXXXX / 0dXXXXXXXXXXXXXXXX: the IEEE bits in hex */
+		*v = strtoull(t + 2, &end, 16);
+		return *end == '\0' && end != t + 2;
+	}
+	if (*t == '-') {
+		neg = true;
+		t++;
+	}
+	*v = strtoull(t, &end, 0);
+	if (*end == 'U' || *end == 'u')
+		end++;
+	if (neg)
+		*v = -*v;
+	return *end == '\0' && end != t;
+}
+
+bool gx_ptx_is_decl(const char *t)
+{
+	static const char *const d[] = { ".reg", ".local", ".shared", ".param", ".const", ".pragma" };
+
+	for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++)
+		if (!strncmp(t, d[i], strlen(d[i])))
+			return true;
+	return false;
+}
+
+/*
+ * May the entry site come after statement @t? Only for what has no effect
+ * outside the thread's registers and no control flow: parameter loads,
+ * moves (special registers included) and arithmetic, unpredicated. Not a
+ * carry chain (add.cc ... addc: the carry flag lives only in straight-line
+ * code, and the probe branches), and not a read of a clock or a performance
+ * counter: an app that times itself from its first instruction keeps the
+ * probe's cost out of what it measures, as before.
+ * The entry site then sits after the kernel's own prologue (its parameters,
+ * thread and block indices, bounds tests), just before its first branch,
+ * label, memory access or call: the probe still runs exactly once per
+ * thread and before anything another thread could see, and ptxas issues
+ * the kernel's special-register reads together with the site's guard
+ * instead of after it (the guard was the first thing every warp waited on).
+ */
+bool gx_ptx_entry_may_follow(const char *t)
+{
+	static const char *const pure[] = { "mov", "cvta", "cvt", "add", "sub", "mul", "mad", "shl",
+					    "shr", "and", "or", "xor", "not", "setp", "selp", "neg",
+					    "min", "max" };
+	size_t n = strcspn(t, ". \t"), op = strcspn(t, " \t");
+	static const char *const clocks[] = { "%clock", "%globaltimer", "%pm" };
+
+	for (const char *c = strstr(t, ".cc"); c && c < t + op; c = strstr(c + 1, ".cc"))
+		if (c[3] == '.' || c[3] == ' ' || c[3] == '\t' || !c[3])
+			return false;
+	for (size_t i = 0; i < sizeof(clocks) / sizeof(clocks[0]); i++)
+		if (strstr(t + op, clocks[i]))
+			return false;
+	if (!strncmp(t, "ld.param.", 9))
+		return true;
+	for (size_t i = 0; i < sizeof(pure) / sizeof(pure[0]); i++)
+		if (n == strlen(pure[i]) && !strncmp(t, pure[i], n))
+			return true;
+	return false;
+}
+
+/* Bytes of a scalar PTX type token (".b32", ".f64", ...), 0 if not one. */
+static unsigned type_bytes(const char *t, size_t n)
+{
+	unsigned bits = 0;
+
+	if (n < 3 || t[0] != '.' || !strchr("bsuf", t[1]))
+		return 0;
+	for (size_t i = 2; i < n; i++) {
+		if (t[i] < '0' || t[i] > '9')
+			return 0;
+		bits = bits * 10 + (unsigned)(t[i] - '0');
+	}
+	return bits == 8 || bits == 16 || bits == 32 || bits == 64 ? bits / 8 : 0;
+}
+
+/*
+ * An upper bound of the bytes the .const variables defined in @t (@n bytes)
+ * take: every line that starts with [.visible|.weak|.common] .const (module
+ * scope: code reads constants with ld.const, it never declares them) counts
+ * its type x vector width x array dimensions, an unsized dimension counting
+ * the initializer's values, plus its alignment less one (ptxas pads between
+ * variables). Lines in block comments count too: an overestimate only moves
+ * our table out of the bank sooner.
+ */
+uint64_t gx_ptx_const_bytes(const char *t, size_t n)
+{
+	static const char *const linkage[] = { ".visible", ".weak", ".common" };
+	const char *end = t + n;
+	uint64_t total = 0;
+
+	for (const char *l = t; l < end;) {
+		const char *e = memchr(l, '\n', (size_t)(end - l));
+		const char *le = e ? e : end, *p = l, *eq;
+		uint64_t elem = 0, vec = 1, count = 1, align = 0;
+		size_t rest;
+
+		l = le + 1;
+		p += strspn(p, " \t");
+		for (size_t i = 0; i < sizeof(linkage) / sizeof(linkage[0]); i++) {
+			size_t k = strlen(linkage[i]);
+
+			if (le - p > (ptrdiff_t)k && !strncmp(p, linkage[i], k) && (p[k] == ' ' || p[k] == '\t'))
+				p += k + strspn(p + k, " \t");
+		}
+		if (le - p < 7 || strncmp(p, ".const", 6) || (p[6] != ' ' && p[6] != '\t'))
+			continue;
+		p += 6;
+		/* [.align N] [.vN] .type name[dims] [= init]; */
+		while (p < le) {
+			size_t k;
+
+			p += strspn(p, " \t");
+			k = strcspn(p, " \t;[=");
+			if (p + k > le)
+				k = (size_t)(le - p);
+			if (!k || *p != '.')
+				break;
+			if (k == 6 && !strncmp(p, ".align", 6)) {
+				char *ae;
+
+				p += k;
+				align = strtoull(p, &ae, 0);
+				p = ae > le ? le : ae;
+				continue;
+			}
+			if (k == 3 && p[1] == 'v' && strchr("248", p[2]))
+				vec = (uint64_t)(p[2] - '0');
+			else if (type_bytes(p, k))
+				elem = type_bytes(p, k);
+			p += k;
+		}
+		if (!elem)
+			elem = 8;	/* a type this does not know: count it as the widest */
+		rest = p < le ? (size_t)(le - p) : 0;
+		eq = memchr(p, '=', rest);
+		for (const char *d = memchr(p, '[', rest); d && (!eq || d < eq);
+		     d = d + 1 < le ? memchr(d + 1, '[', (size_t)(le - d - 1)) : NULL) {
+			unsigned long long dim = strtoull(d + 1, NULL, 0);
+
+			if (!dim && eq) {	/* name[] = { ... }: as many as the initializer holds */
+				dim = 1;
+				for (const char *c = eq; c < le; c++)
+					dim += *c == ',';
+			}
+			count *= dim ? dim : 1;
+		}
+		if (!align)
+			align = elem * vec;
+		total += elem * vec * count + (align ? align - 1 : 0);
+	}
+	return total;
+}
+
+/*
+ * The probes' text with their constant-space variables and loads moved to
+ * the global space: for a module whose own .const data leaves no room for
+ * ours. 0 and a malloc'd *@out, -ENOMEM, or -E2BIG where something of the
+ * constant space is left that this rewrite does not know.
+ */
+int gx_ptx_probes_in_global(const char *ptx, size_t n, char **out, size_t *out_len)
+{
+	static const char *const from[] = { " .const ", "\t.const ", "\n.const ", "ld.const." };
+	static const char *const to[] = { " .global ", "\t.global ", "\n.global ", "ld.global." };
+	const size_t nfrom = sizeof(from) / sizeof(from[0]);
+	char *o = malloc(2 * n + 1);
+	size_t w = 0;
+
+	if (!o)
+		return -ENOMEM;
+	for (size_t i = 0; i < n;) {
+		size_t k = 0;
+
+		for (; k < nfrom; k++)
+			if (n - i >= strlen(from[k]) && !memcmp(ptx + i, from[k], strlen(from[k])))
+				break;
+		if (k < nfrom) {
+			memcpy(o + w, to[k], strlen(to[k]));
+			w += strlen(to[k]);
+			i += strlen(from[k]);
+		} else {
+			o[w++] = ptx[i++];
+		}
+	}
+	o[w] = '\0';
+	/* Nothing of the constant space may be left (a form this rewrite does not know). */
+	if (gx_ptx_const_bytes(o, w) || strstr(o, "ld.const") || strstr(o, "cvta.const") ||
+	    strstr(o, "cvta.to.const") || !strncmp(o, ".const ", 7)) {
+		free(o);
+		return -E2BIG;
+	}
+	*out = o;
+	*out_len = w;
+	return 0;
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Stateless readers of PTX text for the splicer (ptx_text.c); gx_ptx_const_bytes() is in nvprobe.h. */
+#ifndef GPUEXT_HAL_NVIDIA_PTX_TEXT_H
+#define GPUEXT_HAL_NVIDIA_PTX_TEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* "@%p1 op ..." / "@!%p1 op ...": the guard into @guard (@glen bytes), *@neg; returns the rest. */
+const char *gx_ptx_split_guard(const char *t, char *guard, size_t glen, bool *neg);
+/* Splits @ops in place at top-level commas (outside {} and []); at most @max. Returns the count. */
+int gx_ptx_split_operands(char *ops, char **out, int max);
+/* The first element of "{%f1, %f2}", or the operand itself; "" when none. */
+void gx_ptx_first_elem(const char *op, char *out, size_t len);
+/* An integer or 0f/0d float immediate (its bits) into *@v; false if @t is not one. */
+bool gx_ptx_parse_imm(const char *t, unsigned long long *v);
+/* A declaration inside a body (.reg .local .shared .param .const .pragma)? */
+bool gx_ptx_is_decl(const char *t);
+/* May the entry site come after body statement @t (the kernel's prologue)? */
+bool gx_ptx_entry_may_follow(const char *t);
+/*
+ * The probes' PTX (@n bytes) with their .const variables and loads moved to
+ * the global space. 0 and a malloc'd *@out (*@out_len bytes, NUL-terminated),
+ * -ENOMEM, or -E2BIG when something of the constant space would be left.
+ */
+int gx_ptx_probes_in_global(const char *ptx, size_t n, char **out, size_t *out_len);
+
+#endif
