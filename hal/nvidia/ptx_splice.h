@@ -41,8 +41,8 @@
  * (ptx.h, gpuext_ptx_probe_emit). Sites: entry once per thread, after the
  * kernel's prologue of parameter loads, moves and arithmetic, before its
  * first other instruction or label (ptx_text.c, gx_ptx_entry_may_follow);
- * exit before every ret/exit of the .entry body (predicated ones only when the predicate holds); load/store
- * after every ld.global/ldu.global/st.global (any qualifiers, .v2/.v4/.v8)
+ * exit before every ret/exit of the .entry body (predicated ones only when
+ * the predicate holds); load/store after every ld.global/ldu.global/st.global (any qualifiers, .v2/.v4/.v8)
  * and every generic ld/st whose address isspacep.global, in the .entry body
  * only: .func bodies (the kernel's callees) are not instrumented.
  *
