@@ -182,37 +182,35 @@ uint64_t gx_ptx_const_bytes(const char *t, size_t n)
 
 	for (const char *l = t; l < end;) {
 		const char *e = memchr(l, '\n', (size_t)(end - l));
-		const char *le = e ? e : end, *p = l, *eq;
+		const char *l0 = l, *le = e ? e : end, *oeq;
+		size_t len = (size_t)(le - l);
+		char line[512], *p = line, *eq;
 		uint64_t elem = 0, vec = 1, count = 1, align = 0;
-		size_t rest;
 
+		/* @t need not end in a NUL: each line is read from a bounded copy */
+		memcpy(line, l, len < sizeof(line) ? len : sizeof(line) - 1);
+		line[len < sizeof(line) ? len : sizeof(line) - 1] = '\0';
 		l = le + 1;
 		p += strspn(p, " \t");
 		for (size_t i = 0; i < sizeof(linkage) / sizeof(linkage[0]); i++) {
 			size_t k = strlen(linkage[i]);
 
-			if (le - p > (ptrdiff_t)k && !strncmp(p, linkage[i], k) && (p[k] == ' ' || p[k] == '\t'))
+			if (!strncmp(p, linkage[i], k) && (p[k] == ' ' || p[k] == '\t'))
 				p += k + strspn(p + k, " \t");
 		}
-		if (le - p < 7 || strncmp(p, ".const", 6) || (p[6] != ' ' && p[6] != '\t'))
+		if (strncmp(p, ".const", 6) || (p[6] != ' ' && p[6] != '\t'))
 			continue;
 		p += 6;
 		/* [.align N] [.vN] .type name[dims] [= init]; */
-		while (p < le) {
+		for (;;) {
 			size_t k;
 
 			p += strspn(p, " \t");
 			k = strcspn(p, " \t;[=");
-			if (p + k > le)
-				k = (size_t)(le - p);
 			if (!k || *p != '.')
 				break;
 			if (k == 6 && !strncmp(p, ".align", 6)) {
-				char *ae;
-
-				p += k;
-				align = strtoull(p, &ae, 0);
-				p = ae > le ? le : ae;
+				align = strtoull(p + 6, &p, 0);
 				continue;
 			}
 			if (k == 3 && p[1] == 'v' && strchr("248", p[2]))
@@ -223,15 +221,14 @@ uint64_t gx_ptx_const_bytes(const char *t, size_t n)
 		}
 		if (!elem)
 			elem = 8;	/* a type this does not know: count it as the widest */
-		rest = p < le ? (size_t)(le - p) : 0;
-		eq = memchr(p, '=', rest);
-		for (const char *d = memchr(p, '[', rest); d && (!eq || d < eq);
-		     d = d + 1 < le ? memchr(d + 1, '[', (size_t)(le - d - 1)) : NULL) {
+		eq = strchr(p, '=');
+		oeq = memchr(l0, '=', len);	/* in the whole line, past the copy too */
+		for (char *d = strchr(p, '['); d && (!eq || d < eq); d = strchr(d + 1, '[')) {
 			unsigned long long dim = strtoull(d + 1, NULL, 0);
 
-			if (!dim && eq) {	/* name[] = { ... }: as many as the initializer holds */
+			if (!dim && oeq) {	/* name[] = { ... }: as many as the initializer holds */
 				dim = 1;
-				for (const char *c = eq; c < le; c++)
+				for (const char *c = oeq; c < le; c++)
 					dim += *c == ',';
 			}
 			count *= dim ? dim : 1;
