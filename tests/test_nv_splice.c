@@ -746,6 +746,16 @@ static void test_const_bank(const struct gx_pack *emitted)
 				  sizes[i].text, (unsigned long long)got,
 				  (unsigned long long)sizes[i].bytes);
 	}
+	/* Text that does not end in a NUL (ASan builds would see a read past it). */
+	{
+		char *raw = malloc(20);
+
+		if (raw) {
+			memcpy(raw, ".const .b8 z[9];\n.co", 20);
+			CHECK_EQ_U64(gx_ptx_const_bytes(raw, 20), 9);
+			free(raw);
+		}
+	}
 	CHECK(emitted && gx_ptx_const_bytes(emitted->ptx, emitted->ptx_len) > 0);
 	if (!emitted)
 		return;
