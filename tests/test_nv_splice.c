@@ -631,6 +631,32 @@ static void test_details(const struct gx_pack *hand)
 		}
 	}
 	/*
+	 * Loads and stores in a .func body are never sites: counted (global and
+	 * generic ones, not shared), so the preload library can say a memory
+	 * trace misses them.
+	 */
+	{
+		static const char fn[] =
+			".version 7.8\n.target sm_75\n.address_size 64\n\n"
+			".func (.param .b32 r) dev(.param .b64 p)\n{\n\t.reg .b64 %rd<3>;\n"
+			"\t.reg .b32 %r<4>;\n\t.shared .align 4 .b8 sh[16];\n"
+			"\tld.param.u64 %rd1, [p];\n\tld.global.u32 %r1, [%rd1];\n"
+			"\tld.u32 %r2, [%rd1+4];\n\tld.shared.u32 %r3, [sh];\n"
+			"\t@%r1 st.global.v2.u32 [%rd1+8], {%r1, %r2};\n"
+			"\tst.param.b32 [r], %r3;\n\tret;\n}\n"
+			".visible .entry fk(.param .u64 fk_p)\n{\n\t.reg .b64 %rd<2>;\n"
+			"\t.reg .b32 %r<2>;\n\tld.param.u64 %rd1, [fk_p];\n"
+			"\tld.global.u32 %r1, [%rd1];\n\tret;\n}\n";
+
+		pk = *hand;
+		CHECK_EQ_INT(gx_ptx_splice(fn, sizeof(fn) - 1, &pk, &out, &olen, &st, err,
+					   sizeof(err)), 0);
+		CHECK_EQ_INT(st.func_accesses, 3);	/* ld.global, generic ld, st.global.v2 */
+		CHECK_EQ_INT(st.load_sites, 1);		/* the kernel's own */
+		free(out);
+		out = NULL;
+	}
+	/*
 	 * The entry site after the prologue (parameter loads, moves, integer
 	 * arithmetic), before the first branch; before the first store, global
 	 * load or predicated statement when one of those comes first.

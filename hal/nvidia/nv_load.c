@@ -457,6 +457,11 @@ static void prepare(const void *image, size_t len, unsigned sm, struct prep *p)
 	atomic_fetch_add(&g.splices, 1);
 	if (st.probes_in_global)
 		say_table_in_global(p);
+	/* A memory trace would miss these without a word: say so (the splice cache then keeps quiet). */
+	if (st.func_accesses && (g.pack.events & (1u << GX_PROBE_LOAD | 1u << GX_PROBE_STORE)))
+		fprintf(stderr, PFX "module with kernel %s: %u global loads/stores in its device "
+			"functions (.func, not inlined) are not traced: only kernel bodies are "
+			"instrumented\n", first_name(p), st.func_accesses);
 	e = gx_cache_put(key, "ptx", out, out_len + 1);
 	if (e && !atomic_exchange(&g.cache_warned, true))
 		fprintf(stderr, PFX "warning: cannot write the splice cache (%s): every run splices "

@@ -151,6 +151,7 @@ struct gx_splice_stats {
 	uint32_t kernels;	/* .entry functions seen */
 	uint32_t instrumented;	/* of them, spliced (filter matched) */
 	uint32_t entry_sites, exit_sites, load_sites, store_sites;
+	uint32_t func_accesses;	/* global/generic loads and stores in .func bodies: not sites */
 	bool probes_in_global;	/* the module's .const data left no room for the probes' table:
 				 * it went to the global space (gx_ptx_const_bytes) */
 };

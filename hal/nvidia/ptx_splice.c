@@ -1019,6 +1019,29 @@ static void emit_decls(struct splicer *s)
 		"\t.reg .b16 %%%s_h;\n\t.reg .pred %%%s_q;\n", p, p, p, p, p, p, p, p);
 }
 
+/*
+ * A global (or generic) load/store in a .func body: never a site (only
+ * kernel bodies are instrumented), so the caller can say how many accesses
+ * a memory trace of this module misses.
+ */
+static void count_func_access(struct splicer *s)
+{
+	char guard[64], opcode[128];
+	const char *rest;
+	bool neg, load = false, generic = false;
+	unsigned size = 0, elem = 0;
+	size_t n;
+
+	rest = gx_ptx_split_guard(s->st.text, guard, sizeof(guard), &neg);
+	n = strcspn(rest, " \t");
+	if (n >= sizeof(opcode))
+		return;
+	memcpy(opcode, rest, n);
+	opcode[n] = '\0';
+	if (mem_opcode(opcode, &load, &generic, &size, &elem))
+		s->stats->func_accesses++;
+}
+
 /* Walks a function body (s->pos just after its '{'), instrumenting it when @h says so. */
 static void body(struct splicer *s, const struct fn_header *h, bool instrument, unsigned open_line)
 {
@@ -1068,6 +1091,8 @@ static void body(struct splicer *s, const struct fn_header *h, bool instrument, 
 				break;
 			if (instrument)
 				instruction(s);
+			else if (!h->entry)
+				count_func_access(s);
 			break;
 		default:
 			break;

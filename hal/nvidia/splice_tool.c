@@ -107,6 +107,9 @@ int main(int argc, char **argv)
 	fprintf(stderr, "gpuext-splice: %u kernels, %u instrumented: %u entry, %u exit, %u load, "
 		"%u store sites\n", st.kernels, st.instrumented, st.entry_sites, st.exit_sites,
 		st.load_sites, st.store_sites);
+	if (st.func_accesses && (pack.events & (1u << GX_PROBE_LOAD | 1u << GX_PROBE_STORE)))
+		fprintf(stderr, "gpuext-splice: %u global loads/stores in device functions (.func) are "
+			"not sites: only kernel bodies are instrumented\n", st.func_accesses);
 out:
 	free(out);
 	free(ptx);
