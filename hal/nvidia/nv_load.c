@@ -381,6 +381,15 @@ static const char *first_name(const struct prep *p)
 /* What a splice whose probes' table had to leave the constant bank declares (ptx_splice.c). */
 #define GLOBAL_TABLE ".visible .global .align 8 .b8 gpuext_rt_maps["
 
+/* A memory trace would miss these without a word: say so (from a splice or the cache). */
+static void say_untraced(const struct prep *p, unsigned n)
+{
+	if (n && (g.pack.events & (1u << GX_PROBE_LOAD | 1u << GX_PROBE_STORE)))
+		fprintf(stderr, PFX "module with kernel %s: %u global loads/stores in its device "
+			"functions (.func, not inlined) are not traced: only kernel bodies are "
+			"instrumented\n", first_name(p), n);
+}
+
 static void say_table_in_global(const struct prep *p)
 {
 	fprintf(stderr, PFX "module with kernel %s: its own constant data leaves no room in the "
@@ -445,6 +454,13 @@ static void prepare(const void *image, size_t len, unsigned sm, struct prep *p)
 		/* the splice moved a table the pack keeps in the constant space */
 		if (strstr(cached, GLOBAL_TABLE) && g.pack.ptx && !strstr(g.pack.ptx, GLOBAL_TABLE))
 			say_table_in_global(p);
+		{
+			const char *u = strstr(cached, GX_SPLICE_UNTRACED " ");
+			unsigned nu = 0;
+
+			if (u && sscanf(u + strlen(GX_SPLICE_UNTRACED) + 1, "%u", &nu) == 1)
+				say_untraced(p, nu);
+		}
 		return;
 	}
 	free(cached);
@@ -457,11 +473,7 @@ static void prepare(const void *image, size_t len, unsigned sm, struct prep *p)
 	atomic_fetch_add(&g.splices, 1);
 	if (st.probes_in_global)
 		say_table_in_global(p);
-	/* A memory trace would miss these without a word: say so (the splice cache then keeps quiet). */
-	if (st.func_accesses && (g.pack.events & (1u << GX_PROBE_LOAD | 1u << GX_PROBE_STORE)))
-		fprintf(stderr, PFX "module with kernel %s: %u global loads/stores in its device "
-			"functions (.func, not inlined) are not traced: only kernel bodies are "
-			"instrumented\n", first_name(p), st.func_accesses);
+	say_untraced(p, st.func_accesses);
 	e = gx_cache_put(key, "ptx", out, out_len + 1);
 	if (e && !atomic_exchange(&g.cache_warned, true))
 		fprintf(stderr, PFX "warning: cannot write the splice cache (%s): every run splices "

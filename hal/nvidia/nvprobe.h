@@ -81,9 +81,12 @@ void gx_cache_key(const void *module_ptx, size_t ptx_len, const uint8_t pack_has
  * The splicer's output version in every cache key (ptx_splice.c owns it): a
  * change in what the splicer writes for the same input bumps it. 2: entry
  * sites after the kernel's prologue; 3: the probes' table in the global
- * space where the module's constant bank has no room for it.
+ * space where the module's constant bank has no room for it; 4: the
+ * GX_SPLICE_UNTRACED line.
  */
-#define GX_SPLICE_VERSION 3
+#define GX_SPLICE_VERSION 4
+/* The comment line a spliced module ends in when loads/stores of its .func bodies got no site. */
+#define GX_SPLICE_UNTRACED "// gpuext-untraced-func-accesses"
 /* 0 and a malloc'd copy, -ENOENT if absent, other -errno on I/O errors. */
 int gx_cache_get(const uint8_t key[32], const char *suffix, void **data, size_t *len);
 int gx_cache_put(const uint8_t key[32], const char *suffix, const void *data, size_t len);
@@ -151,7 +154,8 @@ struct gx_splice_stats {
 	uint32_t kernels;	/* .entry functions seen */
 	uint32_t instrumented;	/* of them, spliced (filter matched) */
 	uint32_t entry_sites, exit_sites, load_sites, store_sites;
-	uint32_t func_accesses;	/* global/generic loads and stores in .func bodies: not sites */
+	uint32_t func_accesses;	/* global/generic loads and stores in .func bodies: not sites;
+				 * the spliced text ends in "GX_SPLICE_UNTRACED <n>" then */
 	bool probes_in_global;	/* the module's .const data left no room for the probes' table:
 				 * it went to the global space (gx_ptx_const_bytes) */
 };

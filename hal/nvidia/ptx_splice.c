@@ -1443,6 +1443,9 @@ int gx_ptx_splice(const char *ptx, size_t ptx_len, const struct gx_pack *pack, c
 		if ((s.sm >= 70 || s.need_sm >= 70) && need < 77)
 			need = 77;
 		copy_to(&s, s.n);
+		/* for whoever reads the spliced text back (the splice cache): what no site covers */
+		if (s.stats->func_accesses)
+			oprintf(&s.out, "\n" GX_SPLICE_UNTRACED " %u\n", s.stats->func_accesses);
 		if (!s.out.oom && (need > s.ver || (s.sm_end && s.sm < s.need_sm)))
 			rewrite_header(&s, need > s.ver ? need : 0,
 				       s.sm_end && s.sm < s.need_sm ? s.need_sm : 0);
