@@ -887,27 +887,41 @@ static void mem_site(struct splicer *s, const char *guard, bool neg, const char 
 		s->stats->store_sites++;
 }
 
+/*
+ * The current statement's guard (into @guard, *@neg) and opcode (into
+ * @opcode, @olen bytes); returns what follows the opcode, or NULL when the
+ * opcode does not fit.
+ */
+static const char *stmt_opcode(const struct splicer *s, char guard[64], bool *neg, char *opcode,
+			       size_t olen)
+{
+	const char *rest = gx_ptx_split_guard(s->st.text, guard, 64, neg);
+	size_t n = strcspn(rest, " \t");
+
+	if (n >= olen)
+		return NULL;
+	memcpy(opcode, rest, n);
+	opcode[n] = '\0';
+	return rest + n;
+}
+
 /* One instruction of an instrumented kernel. */
 static void instruction(struct splicer *s)
 {
 	char guard[64], opcode[128], *ops, *copy;
 	const char *rest;
 	bool neg;
-	size_t n;
 
-	rest = gx_ptx_split_guard(s->st.text, guard, sizeof(guard), &neg);
-	n = strcspn(rest, " ");
-	if (n >= sizeof(opcode))
+	rest = stmt_opcode(s, guard, &neg, opcode, sizeof(opcode));
+	if (!rest)
 		return;
-	memcpy(opcode, rest, n);
-	opcode[n] = '\0';
 	if (!strcmp(opcode, "ret") || !strncmp(opcode, "ret.", 4) || !strcmp(opcode, "exit")) {
 		exit_site(s, guard, neg);
 		return;
 	}
 	if (strncmp(opcode, "ld", 2) && strncmp(opcode, "st", 2))
 		return;
-	copy = strdup(rest + n);
+	copy = strdup(rest);
 	if (!copy) {
 		s->out.oom = true;
 		return;
@@ -1027,18 +1041,11 @@ static void emit_decls(struct splicer *s)
 static void count_func_access(struct splicer *s)
 {
 	char guard[64], opcode[128];
-	const char *rest;
 	bool neg, load = false, generic = false;
 	unsigned size = 0, elem = 0;
-	size_t n;
 
-	rest = gx_ptx_split_guard(s->st.text, guard, sizeof(guard), &neg);
-	n = strcspn(rest, " \t");
-	if (n >= sizeof(opcode))
-		return;
-	memcpy(opcode, rest, n);
-	opcode[n] = '\0';
-	if (mem_opcode(opcode, &load, &generic, &size, &elem))
+	if (stmt_opcode(s, guard, &neg, opcode, sizeof(opcode)) &&
+	    mem_opcode(opcode, &load, &generic, &size, &elem))
 		s->stats->func_accesses++;
 }
 
