@@ -412,6 +412,24 @@ static void test_tools(void)
 			/* kerneldur raises its end times with a global atomic max (gpuext_atomic_max) */
 			if (!strcmp(tools[i], "kerneldur"))
 				CHECK_STR_CONTAINS(text, "atom.global.max.u64");
+			/*
+			 * The ring tools reserve through one plain (L1-cacheable) look at
+			 * the shard's prod and cons; "full" seen so is trusted only for
+			 * GPUEXT_PTX_RB_FULL_NS after the header's full_ns (+24), else prod
+			 * and cons are read again at device scope (the acquire drops the
+			 * stale L1 copy), and a writer that sees it full so stamps full_ns.
+			 */
+			if (!strcmp(tools[i], "kernelretsnoop") || !strcmp(tools[i], "launchlate") ||
+			    !strcmp(tools[i], "memtrace")) {
+				char window[32];
+
+				snprintf(window, sizeof(window), ", %d;", GPUEXT_PTX_RB_FULL_NS);
+				CHECK(strstr(text, window) != NULL);
+				CHECK(strstr(text, "ld.acquire.gpu.b64") != NULL);
+				CHECK(strstr(text, "+24], %rd") != NULL);
+				CHECK(strstr(text, "ld.b64") != NULL || strstr(text, "ld.u64") != NULL);
+				CHECK(strstr(text, "atom.acquire.gpu.global.cas.b64") != NULL);
+			}
 			vp = strstr(text, "// gpuext-ptx-version ");
 			if (vp)
 				sscanf(vp + 22, "%15[0-9.]", version);

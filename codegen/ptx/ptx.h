@@ -128,8 +128,16 @@ struct gpuext_ptx_ringbuf_hdr {
 	uint64_t prod;		/* producer position in the shard (reserve: CAS) */
 	uint64_t cons;		/* consumer position in the shard (host) */
 	uint64_t dropped;	/* records this shard refused for lack of space */
-	uint64_t pad;
+	uint64_t full_ns;	/* %globaltimer when a writer last saw the shard full (device) */
 };
+
+/*
+ * How long a writer trusts a shard it sees full through a possibly stale
+ * copy of its header (the SM's L1), by full_ns: past it, it reads prod and
+ * cons again at device scope (ptx_runtime.c, gx.rb_reserve_n). It bounds the
+ * records dropped after the host drained a full shard.
+ */
+#define GPUEXT_PTX_RB_FULL_NS 32768
 
 /*
  * A hash map on the device (BPF_MAP_TYPE_HASH; LRU_HASH is placed the same

@@ -20,6 +20,9 @@
 #include "ptx/ptx.h"
 #include "ptx/ptx_impl.h"
 
+#define GX_STR_(x) #x
+#define GX_XSTR(x) GX_STR_(x)
+
 _Static_assert(GPUEXT_FUNC_get_globaltimer == 4352 && GPUEXT_FUNC_get_block_id == 4357 &&
 	       GPUEXT_FUNC_warp_ballot == 4358 && GPUEXT_FUNC_warp_shfl == 4360 &&
 	       GPUEXT_FUNC_atomic_max == 4361,
@@ -367,12 +370,29 @@ static const char rt_common[] =
 	 * flight (launchlate on the decode step 1.071x with it, 1.054x without;
 	 * kernelretsnoop 1.157x, 1.126x).
 	 */
+	/*
+	 * The first look is a plain load of prod and cons, which the SM's L1 may
+	 * answer from an old copy: a stale prod only fails the CAS, which returns
+	 * the current one; a stale cons is smaller than the current one, so space
+	 * it calls free is free. Only "full" needs care: a shard seen full through
+	 * an old copy may have been drained since. So a full shard is trusted only
+	 * if the header's full_ns (written below by whoever last saw it full with
+	 * device-scope loads) is less than GPUEXT_PTX_RB_FULL_NS old by
+	 * %globaltimer; otherwise both are read again at device scope (an acquire:
+	 * it also drops the SM's stale L1 copy, so the next plain look sees the
+	 * new stamp). A saturated ring then costs a drop an L1 hit, not an L2
+	 * round trip, at the price of dropping for up to that long after the
+	 * host drained it.
+	 */
 	"first:\n"
-	"  %prod0 = load atomic i64, ptr %hdr syncscope(\"device\") monotonic, align 8\n"
+	"  %fullp = getelementptr inbounds i8, ptr %hdr, i64 24\n"
+	"  %wprod = load i64, ptr %hdr, align 8\n"
+	"  %wcons = load i64, ptr %consp, align 8\n"
 	"  br label %loop\n"
 	"loop:\n"
-	"  %prod = phi i64 [ %prod0, %first ], [ %seen, %cas ]\n"
-	"  %cons = load atomic i64, ptr %consp syncscope(\"device\") monotonic, align 8\n"
+	"  %prod = phi i64 [ %wprod, %first ], [ %seen, %again ], [ %sprod, %recheck ]\n"
+	"  %cons = phi i64 [ %wcons, %first ], [ %acons, %again ], [ %scons, %recheck ]\n"
+	"  %strong = phi i1 [ false, %first ], [ true, %again ], [ true, %recheck ]\n"
 	"  %off = and i64 %prod, %mask\n"
 	"  %end = add i64 %off, %tot\n"
 	"  %wraps = icmp ugt i64 %end, %cap\n"
@@ -382,12 +402,30 @@ static const char rt_common[] =
 	"  %np = add i64 %np0, %tot\n"
 	"  %used = sub i64 %np, %cons\n"
 	"  %full = icmp ugt i64 %used, %cap\n"
-	"  br i1 %full, label %drop, label %cas\n"
+	"  br i1 %full, label %isfull, label %cas\n"
+	"isfull:\n"
+	"  %now = call i64 @llvm.nvvm.read.ptx.sreg.globaltimer()\n"
+	"  br i1 %strong, label %stamp, label %weakfull\n"
+	"weakfull:\n"
+	"  %stamped = load i64, ptr %fullp, align 8\n"
+	"  %age = sub i64 %now, %stamped\n"
+	"  %recent = icmp ult i64 %age, " GX_XSTR(GPUEXT_PTX_RB_FULL_NS) "\n"
+	"  br i1 %recent, label %drop, label %recheck\n"
+	"recheck:\n"
+	"  %scons = load atomic i64, ptr %consp syncscope(\"device\") acquire, align 8\n"
+	"  %sprod = load atomic i64, ptr %hdr syncscope(\"device\") monotonic, align 8\n"
+	"  br label %loop\n"
+	"stamp:\n"
+	"  store i64 %now, ptr %fullp, align 8\n"
+	"  br label %drop\n"
 	"cas:\n"
 	"  %pair = cmpxchg ptr %hdr, i64 %prod, i64 %np syncscope(\"device\") acquire monotonic, align 8\n"
 	"  %seen = extractvalue { i64, i1 } %pair, 0\n"
 	"  %won = extractvalue { i64, i1 } %pair, 1\n"
-	"  br i1 %won, label %got, label %loop\n"
+	"  br i1 %won, label %got, label %again\n"
+	"again:\n"
+	"  %acons = load atomic i64, ptr %consp syncscope(\"device\") monotonic, align 8\n"
+	"  br label %loop\n"
 	"got:\n"
 	"  br i1 %wraps, label %padrec, label %rec\n"
 	"padrec:\n"
