@@ -152,9 +152,15 @@ static bool has_space(const char *op, const char *space)
 	return p && (p[n] == '.' || p[n] == ':' || p[n] == '\0');
 }
 
+/*
+ * Counts what the splicer must instrument in @ptx: in kernel bodies (those
+ * @only_kernel prefixes, if set) exits, loads and stores; without a filter,
+ * the loads and stores of .func bodies too (not their ret: no kernel exit).
+ */
 static void count_sites(const char *ptx, const char *only_kernel, struct counts *c)
 {
 	bool in_comment = false, in_entry = false, counting = false;
+	bool func_pending = false, in_func = false;
 	int depth = 0;
 
 	memset(c, 0, sizeof(*c));
@@ -190,15 +196,25 @@ static void count_sites(const char *ptx, const char *only_kernel, struct counts 
 			c->kernels++;
 			counting = !only_kernel || !strncmp(name, only_kernel, strlen(only_kernel));
 		}
+		/* a .func header: a body if '{' comes before a ';' (a prototype) */
+		if (!in_entry && !in_func && depth == 0 && strstr(line, ".func"))
+			func_pending = true;
+		if (func_pending && depth == 0 && strchr(line, '{')) {
+			func_pending = false;
+			in_func = true;
+			counting = !only_kernel;
+		} else if (func_pending && depth == 0 && strchr(line, ';')) {
+			func_pending = false;
+		}
 		for (char *q = line; *q; q++) {
 			if (*q == '{' && !(q > line && strchr(",", q[-1])) && !strchr(line, '['))
 				depth++;
 			if (*q == '}' && depth > 0 && !strchr(line, '[')) {
 				if (--depth == 0)
-					in_entry = false;
+					in_entry = in_func = false;
 			}
 		}
-		if (!in_entry || !counting)
+		if (!(in_entry || in_func) || !counting)
 			continue;
 		while (*p == ' ' || *p == '\t')
 			p++;
@@ -213,7 +229,7 @@ static void count_sites(const char *ptx, const char *only_kernel, struct counts 
 			continue;
 		if (!strcmp(op, "ret;") || !strcmp(op, "ret") || !strncmp(op, "ret.", 4) ||
 		    !strcmp(op, "exit;") || !strcmp(op, "exit")) {
-			c->exits++;
+			c->exits += in_entry;
 			continue;
 		}
 		if (strncmp(op, "ld.", 3) && strncmp(op, "ldu.", 4) && strncmp(op, "st.", 3))
@@ -384,7 +400,7 @@ static void test_inputs(struct pack_case *packs, int npacks)
 
 		count_sites(ptx, NULL, &c);
 		CHECK_EQ_INT(c.kernels, 3);
-		CHECK_EQ_INT(c.loads, 8);
+		CHECK_EQ_INT(c.loads, 9);	/* 8 in kernels, 1 in helper */
 		CHECK_EQ_INT(c.stores, 9);
 		CHECK_EQ_INT(c.exits, 5);
 		for (int p = 0; p < npacks; p++)
@@ -504,10 +520,15 @@ static void test_details(const struct gx_pack *hand)
 				   "\t{\t// gpuext: gpuext_probe_store inlined");
 		/* Generic accesses are probed only when global. */
 		CHECK_EQ_INT(count_str(out, "isspacep.global %gxs_q, %gxs_a;"), 2);
-		/* The callee is left alone. */
-		CHECK_STR_CONTAINS(out, "\tld.global.u32 %r1, [%rd1];\t// a callee: not instrumented\n"
-				   "\tadd.s32 %r2, %r1, 1;");
-		CHECK_EQ_INT(st.load_sites, 8);
+		/* The callee's load is a site, with the callee's id; its ret is no exit site. */
+		CHECK_STR_CONTAINS(out, "\tmov.b64 %gxs_a, %rd1;\n\tld.global.u32 %r1, [%rd1];\n"
+				   "\tmov.b32 %gxs_r0, %r1;\n");
+		snprintf(id, sizeof(id), "mov.u64 %%gxs_d, %llu;",
+			 (unsigned long long)gx_kernel_id("helper", 6));
+		CHECK_EQ_INT(count_str(out, id), 1);
+		CHECK_EQ_INT(st.funcs_instrumented, 1);
+		CHECK_STR_CONTAINS(out, "\n" GX_SPLICE_FUNC " helper\n");
+		CHECK_EQ_INT(st.load_sites, 9);
 		CHECK_EQ_INT(st.store_sites, 9);
 		CHECK_EQ_INT(st.exit_sites, 5);
 		/* Triton's spaced operands: "[ %rd2 + 48 ]", "{ %r10, %r11 }" */
@@ -588,12 +609,15 @@ static void test_details(const struct gx_pack *hand)
 				const char *e1 = strstr(out, ".visible .entry edge_one(");
 				const char *site = e1 ? strstr(e1, "// gpuext: entry probe") : NULL;
 
-				/* The block test, its branch past the site, then the site. */
+				/*
+				 * The block test, its branch past the site, then the site
+				 * (the module's second: the first is helper's load).
+				 */
 				CHECK(site && strstr(site, "mov.u32 %gxs_r0, %ctaid.x;") &&
-				      strstr(site, "setp.ne.u32 %gxs_q, %gxs_r0, 0;\n\t@%gxs_q bra $gxs_G1;") <
+				      strstr(site, "setp.ne.u32 %gxs_q, %gxs_r0, 0;\n\t@%gxs_q bra $gxs_G2;") <
 				      strstr(site, "// gpuext: gpuext_probe_entry inlined"));
 				/* the lanes that entered leave together, then the guard's label */
-				CHECK_STR_CONTAINS(out, "$gxs_I1_end:\n\t}\n\tbar.warp.sync %gxs_m;\n$gxs_G1:\n");
+				CHECK_STR_CONTAINS(out, "$gxs_I2_end:\n\t}\n\tbar.warp.sync %gxs_m;\n$gxs_G2:\n");
 				/* 5 exits test warp 0; no entry site tests it; loads and stores test nothing. */
 				CHECK_EQ_INT(count_str(out, "setp.ge.u32 %gxs_q, %gxs_r0, 32;"), 5);
 				CHECK_EQ_INT(count_str(out, "%ctaid.x;\n\tmov.u32 %gxs_r1, %ctaid.y;"), 3);
@@ -631,30 +655,77 @@ static void test_details(const struct gx_pack *hand)
 		}
 	}
 	/*
-	 * Loads and stores in a .func body are never sites: counted (global and
-	 * generic ones, not shared), so the preload library can say a memory
-	 * trace misses them.
+	 * A .func body (a device function not inlined) gets load/store sites,
+	 * global and generic ones (not shared), with the function's own id as
+	 * the kernel id and no argument buffer; its ret is no exit site. With a
+	 * kernel filter it gets none: its accesses are counted instead, so the
+	 * preload library can say a memory trace misses them.
 	 */
 	{
 		static const char fn[] =
 			".version 7.8\n.target sm_75\n.address_size 64\n\n"
 			".func (.param .b32 r) dev(.param .b64 p)\n{\n\t.reg .b64 %rd<3>;\n"
-			"\t.reg .b32 %r<4>;\n\t.shared .align 4 .b8 sh[16];\n"
+			"\t.reg .b32 %r<4>;\n\t.reg .pred %p<2>;\n\t.shared .align 4 .b8 sh[16];\n"
 			"\tld.param.u64 %rd1, [p];\n\tld.global.u32 %r1, [%rd1];\n"
 			"\tld.u32 %r2, [%rd1+4];\n\tld.shared.u32 %r3, [sh];\n"
-			"\t@%r1 st.global.v2.u32 [%rd1+8], {%r1, %r2};\n"
+			"\tsetp.ne.u32 %p1, %r1, 0;\n"
+			"\t@%p1 st.global.v2.u32 [%rd1+8], {%r1, %r2};\n"
 			"\tst.param.b32 [r], %r3;\n\tret;\n}\n"
 			".visible .entry fk(.param .u64 fk_p)\n{\n\t.reg .b64 %rd<2>;\n"
 			"\t.reg .b32 %r<2>;\n\tld.param.u64 %rd1, [fk_p];\n"
 			"\tld.global.u32 %r1, [%rd1];\n\tret;\n}\n";
 
+		const char *dev, *fk;
+
 		pk = *hand;
 		CHECK_EQ_INT(gx_ptx_splice(fn, sizeof(fn) - 1, &pk, &out, &olen, &st, err,
 					   sizeof(err)), 0);
+		CHECK_EQ_INT(st.funcs_instrumented, 1);
+		CHECK_EQ_INT(st.func_accesses, 0);
+		CHECK_EQ_INT(st.instrumented, 1);	/* kernels: fk */
+		CHECK_EQ_INT(st.load_sites, 3);		/* dev's ld.global and ld, fk's ld.global */
+		CHECK_EQ_INT(st.store_sites, 1);	/* dev's predicated st.global.v2 */
+		CHECK_EQ_INT(st.exit_sites, 1);		/* fk's ret, not dev's */
+		CHECK_EQ_INT(st.entry_sites, 1);	/* fk's */
+		dev = out ? strstr(out, ") dev(") : NULL;
+		fk = out ? strstr(out, ".entry fk(") : NULL;
+		CHECK(dev && fk && dev < fk);
+		if (dev && fk) {
+			char id[64], *body = strndup(dev, (size_t)(fk - dev));
+
+			snprintf(id, sizeof(id), "mov.u64 %%gxs_d, %llu;",
+				 (unsigned long long)gx_kernel_id("dev", 3));
+			CHECK(body != NULL);
+			if (body) {
+				CHECK_EQ_INT(count_str(body, id), 3);
+				CHECK_EQ_INT(count_str(body, "mov.u64 %gxs_c, 0;"), 3);
+				CHECK_EQ_INT(count_str(body, "gpuext_probe_load inlined"), 2);
+				CHECK_EQ_INT(count_str(body, "gpuext_probe_store inlined"), 1);
+				CHECK_EQ_INT(count_str(body, "gpuext_probe_exit inlined"), 0);
+				CHECK_EQ_INT(count_str(body, "gpuext_probe_entry inlined"), 0);
+				CHECK(!strstr(body, "ld.shared.u32 %r3, [sh];\n\t// gpuext"));
+			}
+			free(body);
+		}
+		/* which functions carry sites travels with the text, for kernels.txt */
+		CHECK_STR_CONTAINS(out, "\n" GX_SPLICE_FUNC " dev\n");
+		CHECK(out && !strstr(out, GX_SPLICE_UNTRACED));
+		test_checks++;
+		if (out && !assemble(out, olen, "sm_80", "instrumented .func"))
+			test_fail(__FILE__, __LINE__, "the module with an instrumented .func does not "
+				  "assemble");
+		free(out);
+		out = NULL;
+
+		snprintf(pk.kernel_filter, sizeof(pk.kernel_filter), "fk");
+		CHECK_EQ_INT(gx_ptx_splice(fn, sizeof(fn) - 1, &pk, &out, &olen, &st, err,
+					   sizeof(err)), 0);
+		CHECK_EQ_INT(st.funcs_instrumented, 0);
 		CHECK_EQ_INT(st.func_accesses, 3);	/* ld.global, generic ld, st.global.v2 */
 		CHECK_EQ_INT(st.load_sites, 1);		/* the kernel's own */
 		/* the count travels with the text (the splice cache gives back text only) */
 		CHECK_STR_CONTAINS(out, "\n" GX_SPLICE_UNTRACED " 3\n");
+		CHECK(out && !strstr(out, GX_SPLICE_FUNC));
 		free(out);
 		out = NULL;
 	}

@@ -386,8 +386,9 @@ static void say_untraced(const struct prep *p, unsigned n)
 {
 	if (n && (g.pack.events & (1u << GX_PROBE_LOAD | 1u << GX_PROBE_STORE)))
 		fprintf(stderr, PFX "module with kernel %s: %u global loads/stores in its device "
-			"functions (.func, not inlined) are not traced: only kernel bodies are "
-			"instrumented\n", first_name(p), n);
+			"functions (.func, not inlined) are not traced: with --kernel, device "
+			"functions (shared by all of a module's kernels) are not instrumented\n",
+			first_name(p), n);
 }
 
 static void say_table_in_global(const struct prep *p)
@@ -482,6 +483,31 @@ static void prepare(const void *image, size_t len, unsigned sm, struct prep *p)
 	p->state = IMG_INSTR;
 }
 
+/*
+ * The device functions the splice gave load/store sites (its GX_SPLICE_FUNC
+ * lines, from a splice or the cache): kernels.txt names them, as records of
+ * their accesses carry their id.
+ */
+static void report_funcs(const char *spliced)
+{
+	static const char tag[] = "\n" GX_SPLICE_FUNC " ";
+	const char *p = spliced;
+
+	while ((p = strstr(p, tag))) {
+		char name[512];
+		size_t n;
+
+		p += sizeof(tag) - 1;
+		n = strcspn(p, "\n");
+		if (n && n < sizeof(name)) {
+			memcpy(name, p, n);
+			name[n] = '\0';
+			report_kernel(name, "device-function");
+		}
+		p += n;
+	}
+}
+
 /* After the real load: the image table, kernels.txt, loud errors, the maps. */
 static void loaded(const void *h, bool is_lib, struct prep *p)
 {
@@ -501,6 +527,8 @@ static void loaded(const void *h, bool is_lib, struct prep *p)
 										   "filtered";
 		report_kernel(p->names[i], st);
 	}
+	if (p->state == IMG_INSTR && !g.jit_only && p->image)
+		report_funcs(p->image);
 	img = img_add(h, is_lib, p->state, p->status, p->state == IMG_INSTR && !g.jit_only);
 	if (img && img->has_table) {
 		struct nv_ctx *x = nv_current_ctx();

@@ -82,11 +82,13 @@ void gx_cache_key(const void *module_ptx, size_t ptx_len, const uint8_t pack_has
  * change in what the splicer writes for the same input bumps it. 2: entry
  * sites after the kernel's prologue; 3: the probes' table in the global
  * space where the module's constant bank has no room for it; 4: the
- * GX_SPLICE_UNTRACED line.
+ * GX_SPLICE_UNTRACED line; 5: load/store sites in .func bodies.
  */
-#define GX_SPLICE_VERSION 4
+#define GX_SPLICE_VERSION 5
 /* The comment line a spliced module ends in when loads/stores of its .func bodies got no site. */
 #define GX_SPLICE_UNTRACED "// gpuext-untraced-func-accesses"
+/* "GX_SPLICE_FUNC <name>": one line per .func body given load/store sites, after the module. */
+#define GX_SPLICE_FUNC "// gpuext-device-function"
 /* 0 and a malloc'd copy, -ENOENT if absent, other -errno on I/O errors. */
 int gx_cache_get(const uint8_t key[32], const char *suffix, void **data, size_t *len);
 int gx_cache_put(const uint8_t key[32], const char *suffix, const void *data, size_t len);
@@ -154,8 +156,11 @@ struct gx_splice_stats {
 	uint32_t kernels;	/* .entry functions seen */
 	uint32_t instrumented;	/* of them, spliced (filter matched) */
 	uint32_t entry_sites, exit_sites, load_sites, store_sites;
-	uint32_t func_accesses;	/* global/generic loads and stores in .func bodies: not sites;
-				 * the spliced text ends in "GX_SPLICE_UNTRACED <n>" then */
+	uint32_t funcs_instrumented;	/* .func bodies given load/store sites (their
+					 * accesses are in load_sites/store_sites) */
+	uint32_t func_accesses;	/* global/generic loads and stores in .func bodies left
+				 * uninstrumented (a kernel filter is set): the spliced
+				 * text ends in "GX_SPLICE_UNTRACED <n>" then */
 	bool probes_in_global;	/* the module's .const data left no room for the probes' table:
 				 * it went to the global space (gx_ptx_const_bytes) */
 };
@@ -170,7 +175,9 @@ uint64_t gx_ptx_const_bytes(const char *t, size_t n);
  * Splices @pack's probes into the PTX module @ptx: the probe functions
  * inlined (ptx_inline.c) at every instrumented kernel's entry, before each
  * of its exits (ret/exit), after each global load and store (real address,
- * size, stored value), per the ABI in ptx_splice.h. The result is one valid
+ * size, stored value), per the ABI in ptx_splice.h; when the probes trace
+ * loads or stores and no kernel filter is set, after those of every .func
+ * body too (kernel id: the function's own name's). The result is one valid
  * PTX module (the probes' text before the first function, .version raised
  * if needed).
  * Deterministic. *out malloc'd, NUL-terminated. -EINVAL with line and reason

@@ -166,6 +166,8 @@ struct splicer {
 	uint32_t guard[GX_PROBE_NR];	/* GX_GUARD_* tested before each site of the event */
 	unsigned site_seq;
 	bool probes_declared;
+	bool in_func;		/* walking a .func body: memory sites only */
+	struct obuf funcs;	/* GX_SPLICE_FUNC lines: the .func bodies instrumented */
 
 	struct regdecl *regs;
 	size_t nregs, capregs;
@@ -916,7 +918,9 @@ static void instruction(struct splicer *s)
 	if (!rest)
 		return;
 	if (!strcmp(opcode, "ret") || !strncmp(opcode, "ret.", 4) || !strcmp(opcode, "exit")) {
-		exit_site(s, guard, neg);
+		/* a .func's ret returns to its caller; see gx_ptx_splice() for its exit */
+		if (!s->in_func)
+			exit_site(s, guard, neg);
 		return;
 	}
 	if (strncmp(opcode, "ld", 2) && strncmp(opcode, "st", 2))
@@ -1034,9 +1038,9 @@ static void emit_decls(struct splicer *s)
 }
 
 /*
- * A global (or generic) load/store in a .func body: never a site (only
- * kernel bodies are instrumented), so the caller can say how many accesses
- * a memory trace of this module misses.
+ * A global (or generic) load/store in a .func body left uninstrumented
+ * (a kernel filter is set: module()), so the caller can say how many
+ * accesses a memory trace of this module misses.
  */
 static void count_func_access(struct splicer *s)
 {
@@ -1056,9 +1060,16 @@ static void body(struct splicer *s, const struct fn_header *h, bool instrument, 
 	int depth = 1;
 
 	s->nregs = 0;
+	s->in_func = !h->entry;
 	if (instrument) {
 		copy_to(s, s->pos);
 		emit_decls(s);
+	}
+	if (instrument && !h->entry) {
+		/* a device function: its own id, no argument buffer, no entry site */
+		s->kid = (unsigned long long)gx_kernel_id(h->name, strlen(h->name));
+		s->param0 = "";
+		entered = true;
 	}
 	while (!s->rc && !s->out.oom) {
 		enum stmt_kind k = next_stmt(s, true);
@@ -1233,6 +1244,20 @@ static void module(struct splicer *s)
 			}
 			inst = h.entry && (!s->pack->kernel_filter[0] ||
 					   !fnmatch(s->pack->kernel_filter, h.name, 0));
+			/*
+			 * A device function the compiler did not inline (a .func with a
+			 * body) gets load/store sites when the probes trace memory, with
+			 * its own name's id as the kernel id: it may be called from any
+			 * kernel of the module, which it cannot tell apart. Not with a
+			 * kernel filter (the calls of the other kernels would be traced
+			 * too): its accesses are counted instead (count_func_access).
+			 */
+			if (!h.entry && !s->pack->kernel_filter[0] && s->have_addr64 &&
+			    (has_event(s, GX_PROBE_LOAD) || has_event(s, GX_PROBE_STORE))) {
+				inst = true;
+				s->stats->funcs_instrumented++;
+				oprintf(&s->funcs, GX_SPLICE_FUNC " %s\n", h.name);
+			}
 			if (inst && !s->have_addr64) {
 				/* without .address_size, PTX addresses are 32-bit: our code is 64-bit */
 				fail(s, line, "kernel %s: the module has no .address_size 64", h.name);
@@ -1240,10 +1265,10 @@ static void module(struct splicer *s)
 			}
 			if (h.entry)
 				s->stats->kernels++;
-			if (inst) {
+			if (inst && h.entry)
 				s->stats->instrumented++;
+			if (inst)
 				declare_probes(s);
-			}
 			body(s, &h, inst, line);
 			break;
 		}
@@ -1453,6 +1478,13 @@ int gx_ptx_splice(const char *ptx, size_t ptx_len, const struct gx_pack *pack, c
 		/* for whoever reads the spliced text back (the splice cache): what no site covers */
 		if (s.stats->func_accesses)
 			oprintf(&s.out, "\n" GX_SPLICE_UNTRACED " %u\n", s.stats->func_accesses);
+		/* ... and which device functions carry sites, for their names (kernels.txt) */
+		if (s.funcs.len) {
+			oput(&s.out, "\n", 1);
+			oput(&s.out, s.funcs.p, s.funcs.len);
+		}
+		if (s.funcs.oom)
+			s.out.oom = true;
 		if (!s.out.oom && (need > s.ver || (s.sm_end && s.sm < s.need_sm)))
 			rewrite_header(&s, need > s.ver ? need : 0,
 				       s.sm_end && s.sm < s.need_sm ? s.need_sm : 0);
@@ -1465,6 +1497,7 @@ int gx_ptx_splice(const char *ptx, size_t ptx_len, const struct gx_pack *pack, c
 	}
 	free(s.st.text);
 	free(s.regs);
+	free(s.funcs.p);
 	free(global_pack.ptx);
 	for (int e = 0; e < GX_PROBE_NR; e++)
 		gx_probe_body_free(&s.body[e]);

@@ -104,12 +104,19 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gpuext-splice: writing the result failed\n");
 		goto out;
 	}
+	if (st.probes_in_global)
+		fprintf(stderr, "gpuext-splice: the module's own constant data leaves no room in the "
+			"64 KiB constant bank: the probes' table is in the global space\n");
+	if (st.funcs_instrumented)
+		fprintf(stderr, "gpuext-splice: %u device functions (.func) given load/store sites\n",
+			st.funcs_instrumented);
 	fprintf(stderr, "gpuext-splice: %u kernels, %u instrumented: %u entry, %u exit, %u load, "
 		"%u store sites\n", st.kernels, st.instrumented, st.entry_sites, st.exit_sites,
 		st.load_sites, st.store_sites);
 	if (st.func_accesses && (pack.events & (1u << GX_PROBE_LOAD | 1u << GX_PROBE_STORE)))
 		fprintf(stderr, "gpuext-splice: %u global loads/stores in device functions (.func) are "
-			"not sites: only kernel bodies are instrumented\n", st.func_accesses);
+			"not sites: with a kernel filter, device functions (shared by the module's kernels) are "
+			"not instrumented\n", st.func_accesses);
 out:
 	free(out);
 	free(ptx);

@@ -131,7 +131,9 @@ build_app() { # name, nvcc args...
   fi
 }
 fails=0
-for a in vecadd gemm reduce multistream graph; do build_app "$a" "$src/$a.cu" || fails=$((fails + 1)); done
+for a in vecadd gemm reduce multistream graph devfunc bigconst; do
+  build_app "$a" "$src/$a.cu" || fails=$((fails + 1))
+done
 build_app vecadd_shared -cudart shared "$src/vecadd.cu" || fails=$((fails + 1))
 build_app nvrtc_saxpy "$src/nvrtc_saxpy.cu" -lnvrtc -lcuda || fails=$((fails + 1))
 build_app ptxload "$src/ptxload.cu" -lcuda || fails=$((fails + 1))
@@ -171,6 +173,14 @@ traced() {
   return 0
 }
 
+said() { # NAME LOG PATTERN WHAT: the log says it (grep -E)
+  if grep -qE "$3" "$2" 2>/dev/null; then
+    echo "PASS $1: $4" | tee -a "$out/checks.txt"
+  else
+    echo "FAIL $1: the log does not say $4 (/$3/)" | tee -a "$out/checks.txt"; status=1
+  fi
+}
+
 say "baselines (no probes)"
 base vecadd "$apps/vecadd" 1048576
 base vecadd_odd "$apps/vecadd" 1000
@@ -182,6 +192,8 @@ base multistream "$apps/multistream" 4 8
 base nvrtc "$apps/nvrtc_saxpy" 3000
 base ptxload "$apps/ptxload" "$apps/ptxkern.ptx" 65536
 base graph "$apps/graph" 10
+base devfunc "$apps/devfunc" 4096
+base bigconst "$apps/bigconst" 1048576
 
 say "threadhist: exits == launched warps (warp mode) / threads (--per-thread)"
 traced th_vecadd threadhist --interval 0 --dir "$logs/dir_th_vecadd" --out "$logs/th_vecadd.csv" -- "$apps/vecadd" 1048576 &&
@@ -202,12 +214,22 @@ traced th_graph threadhist --per-thread --interval 0 --out "$logs/th_graph.csv" 
   check threadhist th_graph_perthread "$logs/th_graph.log" "$logs/th_graph.csv" thread
 traced th_ptxload threadhist --interval 0 --out "$logs/th_ptxload.csv" -- "$apps/ptxload" "$apps/ptxkern.ptx" 65536 &&
   check threadhist th_ptxload "$logs/th_ptxload.log" "$logs/th_ptxload.csv" warp
+# bigconst's own __constant__ data fills the 64 KiB bank: the probes' table goes to global memory
+traced th_bigconst threadhist --interval 0 --out "$logs/th_bigconst.csv" -- "$apps/bigconst" 1048576 &&
+  check threadhist th_bigconst "$logs/th_bigconst.log" "$logs/th_bigconst.csv" warp
+[ -f "$logs/th_bigconst.log" ] && said th_bigconst_said "$logs/th_bigconst.log" \
+  "leaves no room in the 64 KiB constant bank" "the probes' table left the full constant bank"
 
 say "memtrace: recorded addresses == the apps' access pattern, exactly"
 traced mt_vecadd memtrace --interval 0 --out "$logs/mt_vecadd.txt" -- "$apps/vecadd" 4096 &&
   check memtrace mt_vecadd "$logs/mt_vecadd.log" "$logs/mt_vecadd.txt" vecadd a:r,b:r,c:w
 traced mt_nvrtc memtrace --interval 0 --out "$logs/mt_nvrtc.txt" -- "$apps/nvrtc_saxpy" 3000 &&
   check memtrace mt_nvrtc "$logs/mt_nvrtc.log" "$logs/mt_nvrtc.txt" nvrtc_saxpy x:r,y:r,y:w
+# every access of devfunc is in a device function the compiler did not inline (a .func)
+traced mt_devfunc memtrace --interval 0 --out "$logs/mt_devfunc.txt" -- "$apps/devfunc" 4096 &&
+  check memtrace mt_devfunc "$logs/mt_devfunc.log" "$logs/mt_devfunc.txt" devfunc_axpy x:r,y:r,y:w &&
+  said mt_devfunc_named "$logs/mt_devfunc.log" "1 device functions traced as their own" \
+    "the device function is listed"
 if [ -f "$logs/mt_vecadd.txt" ]; then
   if gx sim --trace "$logs/mt_vecadd.txt" >"$logs/mt_replay.log" 2>&1; then
     echo "PASS mt_replay: gpuext sim --trace replays the GPU trace ($(grep -c '^access' "$logs/mt_vecadd.txt") accesses)" | tee -a "$out/checks.txt"
@@ -242,7 +264,7 @@ say "results unchanged by instrumentation"
 for p in "vecadd th_vecadd" "vecadd_odd th_vecadd_odd" "vecadd_shared th_shared" "gemm th_gemm" \
          "reduce th_reduce" "multistream th_multistream" "graph th_graph" "nvrtc th_nvrtc" "ptxload th_ptxload" \
          "vecadd_small mt_vecadd" "nvrtc mt_nvrtc" "gemm rs_gemm" "multistream ll_multistream" \
-         "gemm sm_gemm"; do
+         "gemm sm_gemm" "devfunc mt_devfunc" "bigconst th_bigconst"; do
   set -- $p
   [ -f "$logs/$2.log" ] && check same "same_$2" "$logs/base_$1.log" "$logs/$2.log"
 done

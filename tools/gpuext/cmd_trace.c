@@ -824,14 +824,20 @@ static void show(struct tracer *t, FILE *f, bool final, FILE *out)
 /* The kernels the preload library saw, and any it could not instrument. */
 static void show_kernels(struct tracer *t, FILE *f)
 {
-	size_t inst = 0;
+	size_t inst = 0, funcs = 0;
 
 	reload_kernels(t);
-	for (size_t i = 0; i < t->nkernels; i++)
+	for (size_t i = 0; i < t->nkernels; i++) {
 		inst += !strcmp(t->kernels[i].status, "instrumented");
-	fprintf(f, "kernels: %zu seen, %zu instrumented\n", t->nkernels, inst);
+		funcs += !strcmp(t->kernels[i].status, "device-function");
+	}
+	fprintf(f, "kernels: %zu seen, %zu instrumented", t->nkernels - funcs, inst);
+	if (funcs)	/* .func bodies with load/store sites (hal/nvidia/ptx_splice.c) */
+		fprintf(f, "; %zu device functions traced as their own", funcs);
+	fprintf(f, "\n");
 	for (size_t i = 0; i < t->nkernels; i++)
-		if (strcmp(t->kernels[i].status, "instrumented"))
+		if (strcmp(t->kernels[i].status, "instrumented") &&
+		    strcmp(t->kernels[i].status, "device-function"))
 			fprintf(f, "  %-12s %s\n", t->kernels[i].status, t->kernels[i].name);
 }
 

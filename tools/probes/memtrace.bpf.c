@@ -3,7 +3,9 @@
  * memtrace: every global load and store, with its real address.
  *
  * After each global load/store the splicer calls these probes with the
- * address the thread accessed (ctx->addr, per lane) and the access size.
+ * address the thread accessed (ctx->addr, per lane) and the access size,
+ * in kernels and in the device functions the compiler did not inline (whose
+ * records carry the function's id as the kernel id: hal/nvidia/README.md).
  * Run it with --per-thread (gpuext trace does that for memtrace by default):
  * in warp mode only the leader's address would be recorded.
  *
