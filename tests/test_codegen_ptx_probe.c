@@ -413,11 +413,12 @@ static void test_tools(void)
 			if (!strcmp(tools[i], "kerneldur"))
 				CHECK_STR_CONTAINS(text, "atom.global.max.u64");
 			/*
-			 * The ring tools reserve through one plain (L1-cacheable) look at
-			 * the shard's prod and cons; "full" seen so is trusted only for
-			 * GPUEXT_PTX_RB_FULL_NS after the header's full_ns (+24), else prod
-			 * and cons are read again at device scope (the acquire drops the
-			 * stale L1 copy), and a writer that sees it full so stamps full_ns.
+			 * The ring tools reserve through one block-scope (L1-cacheable)
+			 * look at the shard's prod and cons (+0, +8); "full" seen so is
+			 * trusted only for GPUEXT_PTX_RB_FULL_NS after the header's
+			 * full_ns (+24, read so too), else cons is read again at device
+			 * scope (an acquire: it drops the stale L1 copy), and a writer that
+			 * sees it full so stamps full_ns at device scope.
 			 */
 			if (!strcmp(tools[i], "kernelretsnoop") || !strcmp(tools[i], "launchlate") ||
 			    !strcmp(tools[i], "memtrace")) {
@@ -425,10 +426,14 @@ static void test_tools(void)
 
 				snprintf(window, sizeof(window), ", %d;", GPUEXT_PTX_RB_FULL_NS);
 				CHECK(strstr(text, window) != NULL);
-				CHECK(strstr(text, "ld.acquire.gpu.b64") != NULL);
-				CHECK(strstr(text, "+24], %rd") != NULL);
-				CHECK(strstr(text, "ld.b64") != NULL || strstr(text, "ld.u64") != NULL);
+				CHECK(count_str(text, "ld.relaxed.cta.b64") >= 3);
+				CHECK(strstr(text, "+8];") && count_str(text, "+24];") >= 1);
+				CHECK(count_str(text, "ld.acquire.gpu.b64") >= 1);
+				CHECK(count_str(text, "st.relaxed.gpu.b64") >= 1);
 				CHECK(strstr(text, "atom.acquire.gpu.global.cas.b64") != NULL);
+				/* the stamp goes to +24 and only there */
+				CHECK(strstr(text, "st.relaxed.gpu.b64 \t[") &&
+				      strstr(strstr(text, "st.relaxed.gpu.b64 \t["), "+24], %rd"));
 			}
 			vp = strstr(text, "// gpuext-ptx-version ");
 			if (vp)

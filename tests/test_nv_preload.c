@@ -55,6 +55,25 @@ static void test_entries(void)
 		CHECK(!strcmp(names[1], "_Z3fooPf$x"));
 	}
 	nv_free_names(names, n);
+
+	/* The device functions a splice gave sites (GX_SPLICE_FUNC lines), for kernels.txt. */
+	{
+		static const char sp[] = "// gpuext-device-function-x not_a_tag\n"
+			"\tld.u32 %r1, [a]; // gpuext-device-function mid_line\n"
+			"\n" GX_SPLICE_UNTRACED " 2\n"
+			GX_SPLICE_FUNC " _Z7axpy_atPKfPfi\n" GX_SPLICE_FUNC " last";
+
+		CHECK_EQ_INT(nv_tagged_names(sp, GX_SPLICE_FUNC, &names, &n), 0);
+		CHECK_EQ_INT(n, 2);
+		if (n == 2) {
+			CHECK(!strcmp(names[0], "_Z7axpy_atPKfPfi"));
+			CHECK(!strcmp(names[1], "last"));
+		}
+		nv_free_names(names, n);
+		CHECK_EQ_INT(nv_tagged_names("nothing here", GX_SPLICE_FUNC, &names, &n), 0);
+		CHECK_EQ_INT(n, 0);
+		CHECK(names == NULL);
+	}
 }
 
 static void test_filter_and_line(void)

@@ -730,6 +730,66 @@ static void test_details(const struct gx_pack *hand)
 		out = NULL;
 	}
 	/*
+	 * Names of any length (C++ templates run to thousands of characters):
+	 * the kernel id hashes the whole name, as kernels.txt does, and the
+	 * first parameter (named after the kernel by nvcc) is found whole. A
+	 * .func with no global access is instrumented but not listed.
+	 */
+	{
+		size_t nl = 700, cap = 4 * nl + 1024;
+		char *name = malloc(nl + 1), *fname = malloc(nl + 1), *mod = malloc(cap);
+
+		CHECK(name && fname && mod);
+		if (name && fname && mod) {
+			char id[64];
+
+			for (size_t i = 0; i < nl; i++) {
+				name[i] = (char)('a' + i % 26);
+				fname[i] = (char)('A' + i % 26);
+			}
+			name[nl] = fname[nl] = '\0';
+			snprintf(mod, cap,
+				 ".version 7.8\n.target sm_75\n.address_size 64\n\n"
+				 ".func %s(.param .b64 f_p)\n{\n\t.reg .b64 %%rd<2>;\n\t.reg .b32 %%r<2>;\n"
+				 "\tld.param.u64 %%rd1, [f_p];\n\tld.global.u32 %%r1, [%%rd1];\n\tret;\n}\n"
+				 ".func quiet(.param .b32 q_p)\n{\n\t.reg .b32 %%r<2>;\n"
+				 "\tld.param.u32 %%r1, [q_p];\n\tret;\n}\n"
+				 ".visible .entry %s(.param .u64 %s_param_0)\n{\n\t.reg .b64 %%rd<2>;\n"
+				 "\t.reg .b32 %%r<2>;\n\tld.param.u64 %%rd1, [%s_param_0];\n"
+				 "\tld.global.u32 %%r1, [%%rd1];\n\tret;\n}\n", fname, name, name, name);
+			pk = *hand;
+			CHECK_EQ_INT(gx_ptx_splice(mod, strlen(mod), &pk, &out, &olen, &st, err,
+						   sizeof(err)), 0);
+			snprintf(id, sizeof(id), "mov.u64 %%gxs_d, %llu;",
+				 (unsigned long long)gx_kernel_id(name, nl));
+			CHECK(out && count_str(out, id) >= 2);	/* entry, load, exit sites */
+			snprintf(id, sizeof(id), "mov.u64 %%gxs_d, %llu;",
+				 (unsigned long long)gx_kernel_id(fname, nl));
+			CHECK(out && count_str(out, id) == 1);	/* the .func's load */
+			CHECK(out && strstr(out, "_param_0;\n\tcvta.param.u64 %gxs_c, %gxs_c;"));
+			if (out) {
+				char *want = malloc(nl + 64);
+
+				CHECK(want != NULL);
+				if (want) {
+					snprintf(want, nl + 64, "\n" GX_SPLICE_FUNC " %s\n", fname);
+					CHECK(strstr(out, want) != NULL);
+					free(want);
+				}
+				CHECK(!strstr(out, GX_SPLICE_FUNC " quiet"));
+			}
+			CHECK_EQ_INT(st.funcs_instrumented, 1);
+			test_checks++;
+			if (out && !assemble(out, olen, "sm_80", "700-character names"))
+				test_fail(__FILE__, __LINE__, "the module with long names does not assemble");
+			free(out);
+			out = NULL;
+		}
+		free(name);
+		free(fname);
+		free(mod);
+	}
+	/*
 	 * The entry site after the prologue (parameter loads, moves, integer
 	 * arithmetic), before the first branch; before the first store, global
 	 * load or predicated statement when one of those comes first.

@@ -283,7 +283,7 @@ static void test_memtrace_to_sim(void)
 	void *buf = NULL;
 	size_t len = 0;
 
-	CHECK_EQ_INT(trace_memtrace_to_sim(r, 6, 4242, &t, err, sizeof(err)), 0);
+	CHECK_EQ_INT(trace_memtrace_to_sim(r, 6, 4242, NULL, 0, &t, err, sizeof(err)), 0);
 	/* Blocks base and base+2M merge; base+64M stands alone. */
 	CHECK_EQ_INT(t.range_cnt, 2);
 	if (t.range_cnt == 2) {
@@ -315,8 +315,51 @@ static void test_memtrace_to_sim(void)
 	sim_trace__free(&back);
 	sim_trace__free(&t);
 
-	CHECK_EQ_INT(trace_memtrace_to_sim(r, 0, 1, &t, err, sizeof(err)), -ENODATA);
+	CHECK_EQ_INT(trace_memtrace_to_sim(r, 0, 1, NULL, 0, &t, err, sizeof(err)), -ENODATA);
 	CHECK_STR_CONTAINS(err, "no accesses");
+
+	/*
+	 * 0x333 is a device function (kernels.txt): its accesses count as the
+	 * kernel's before them, so kernel 0x111 calling it stays one kernel;
+	 * 0x222 is a kernel of its own. A device function's access with no
+	 * access before it numbers itself.
+	 */
+	{
+		struct trace_kernel kl[2] = {
+			{ .id = 0x333, .status = "device-function", .name = "helper" },
+			{ .id = 0x111, .status = "instrumented", .name = "k1" },
+		};
+		struct gx_rec_mem m[6] = {
+			{ .addr = base + 16, .kernel_id = 0x111, .size = 4 },
+			{ .addr = base + 48, .kernel_id = 0x333, .size = 4 },
+			{ .addr = base + 32, .kernel_id = 0x111, .size = 4 },
+			{ .addr = base + 64, .kernel_id = 0x333, .size = 4, .flags = GX_MEM_STORE },
+			{ .addr = base + (64u << 20), .kernel_id = 0x222, .size = 8 },
+			{ .addr = base + 80, .kernel_id = 0x333, .size = 4 },
+		};
+
+		CHECK_EQ_INT(trace_memtrace_to_sim(m, 6, 7, kl, 2, &t, err, sizeof(err)), 0);
+		CHECK_EQ_INT(t.acc_cnt, 6);
+		if (t.acc_cnt == 6) {
+			CHECK_EQ_INT(t.acc[0].kernel, 0);
+			CHECK_EQ_INT(t.acc[1].kernel, 0);
+			CHECK_EQ_INT(t.acc[2].kernel, 0);
+			CHECK_EQ_INT(t.acc[3].kernel, 0);
+			CHECK_EQ_INT(t.acc[3].is_write, 1);
+			CHECK_EQ_U64(t.acc[3].va, base + 64);
+			CHECK_EQ_INT(t.acc[4].kernel, 1);
+			CHECK_EQ_INT(t.acc[5].kernel, 1);	/* after 0x222's access */
+		}
+		sim_trace__free(&t);
+		/* the function first: a number of its own */
+		CHECK_EQ_INT(trace_memtrace_to_sim(m + 1, 2, 7, kl, 2, &t, err, sizeof(err)), 0);
+		CHECK_EQ_INT(t.acc_cnt, 2);
+		if (t.acc_cnt == 2) {
+			CHECK_EQ_INT(t.acc[0].kernel, 0);
+			CHECK_EQ_INT(t.acc[1].kernel, 1);
+		}
+		sim_trace__free(&t);
+	}
 }
 
 static void test_mem_expand(void)

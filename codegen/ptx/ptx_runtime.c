@@ -371,8 +371,9 @@ static const char rt_common[] =
 	 * kernelretsnoop 1.157x, 1.126x).
 	 */
 	/*
-	 * The first look is a plain load of prod and cons, which the SM's L1 may
-	 * answer from an old copy: a stale prod only fails the CAS, which returns
+	 * The first look is a block-scope load of prod and cons (ld.relaxed.cta:
+	 * atomic, so no data race, yet the SM's L1 may answer it from an old
+	 * copy, which device scope forbids): a stale prod only fails the CAS, which returns
 	 * the current one; a stale cons is smaller than the current one, so space
 	 * it calls free is free. Only "full" needs care: a shard seen full through
 	 * an old copy may have been drained since. So a full shard is trusted only
@@ -386,8 +387,8 @@ static const char rt_common[] =
 	 */
 	"first:\n"
 	"  %fullp = getelementptr inbounds i8, ptr %hdr, i64 24\n"
-	"  %wprod = load i64, ptr %hdr, align 8\n"
-	"  %wcons = load i64, ptr %consp, align 8\n"
+	"  %wprod = load atomic i64, ptr %hdr syncscope(\"block\") monotonic, align 8\n"
+	"  %wcons = load atomic i64, ptr %consp syncscope(\"block\") monotonic, align 8\n"
 	"  br label %loop\n"
 	"loop:\n"
 	"  %prod = phi i64 [ %wprod, %first ], [ %seen, %again ], [ %sprod, %recheck ]\n"
@@ -407,7 +408,7 @@ static const char rt_common[] =
 	"  %now = call i64 @llvm.nvvm.read.ptx.sreg.globaltimer()\n"
 	"  br i1 %strong, label %stamp, label %weakfull\n"
 	"weakfull:\n"
-	"  %stamped = load i64, ptr %fullp, align 8\n"
+	"  %stamped = load atomic i64, ptr %fullp syncscope(\"block\") monotonic, align 8\n"
 	"  %age = sub i64 %now, %stamped\n"
 	"  %recent = icmp ult i64 %age, " GX_XSTR(GPUEXT_PTX_RB_FULL_NS) "\n"
 	"  br i1 %recent, label %drop, label %recheck\n"
@@ -416,7 +417,7 @@ static const char rt_common[] =
 	"  %sprod = load atomic i64, ptr %hdr syncscope(\"device\") monotonic, align 8\n"
 	"  br label %loop\n"
 	"stamp:\n"
-	"  store i64 %now, ptr %fullp, align 8\n"
+	"  store atomic i64 %now, ptr %fullp syncscope(\"device\") monotonic, align 8\n"
 	"  br label %drop\n"
 	"cas:\n"
 	"  %pair = cmpxchg ptr %hdr, i64 %prod, i64 %np syncscope(\"device\") acquire monotonic, align 8\n"

@@ -490,22 +490,16 @@ static void prepare(const void *image, size_t len, unsigned sm, struct prep *p)
  */
 static void report_funcs(const char *spliced)
 {
-	static const char tag[] = "\n" GX_SPLICE_FUNC " ";
-	const char *p = spliced;
+	char **names;
+	size_t n;
 
-	while ((p = strstr(p, tag))) {
-		char name[512];
-		size_t n;
-
-		p += sizeof(tag) - 1;
-		n = strcspn(p, "\n");
-		if (n && n < sizeof(name)) {
-			memcpy(name, p, n);
-			name[n] = '\0';
-			report_kernel(name, "device-function");
-		}
-		p += n;
+	if (nv_tagged_names(spliced, GX_SPLICE_FUNC, &names, &n)) {
+		fprintf(stderr, PFX "out of memory listing the device functions of a module\n");
+		return;
 	}
+	for (size_t i = 0; i < n; i++)
+		report_kernel(names[i], "device-function");
+	nv_free_names(names, n);
 }
 
 /* After the real load: the image table, kernels.txt, loud errors, the maps. */

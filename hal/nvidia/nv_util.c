@@ -84,6 +84,34 @@ int nv_ptx_entries(const char *ptx, size_t len, char ***names, size_t *cnt)
 	return e;
 }
 
+int nv_tagged_names(const char *text, const char *tag, char ***names, size_t *cnt)
+{
+	size_t tl = strlen(tag);
+	const char *p = text;
+	int e = 0;
+
+	*names = NULL;
+	*cnt = 0;
+	/* a tag starts a line and a space follows it */
+	while (!e && (p = strstr(p, tag))) {
+		const char *q = p + tl;
+		size_t n;
+
+		if ((p != text && p[-1] != '\n') || *q != ' ') {
+			p = q;
+			continue;
+		}
+		q++;
+		n = strcspn(q, "\n");
+		if (n)
+			e = push(names, cnt, q, n);
+		p = q + n;
+	}
+	if (e)
+		nv_free_names(*names, *cnt), *names = NULL, *cnt = 0;
+	return e;
+}
+
 void nv_free_names(char **names, size_t cnt)
 {
 	for (size_t i = 0; i < cnt; i++)

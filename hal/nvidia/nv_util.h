@@ -10,6 +10,11 @@
 /* The .entry names of a PTX module, in order (comments skipped). 0 or -ENOMEM. */
 int nv_ptx_entries(const char *ptx, size_t len, char ***names, size_t *cnt);
 void nv_free_names(char **names, size_t cnt);
+/*
+ * The device functions a spliced module's text names on its "@tag NAME"
+ * lines (GX_SPLICE_FUNC, hal/nvidia/nvprobe.h), in order. 0 or -ENOMEM.
+ */
+int nv_tagged_names(const char *text, const char *tag, char ***names, size_t *cnt);
 
 /* The pack's kernel filter: "" or NULL matches all; else an fnmatch(3) glob. */
 bool nv_filter_match(const char *glob, const char *name);

@@ -94,18 +94,32 @@ static void oprintf(struct obuf *b, const char *fmt, ...) __attribute__((format(
 
 static void oprintf(struct obuf *b, const char *fmt, ...)
 {
-	char tmp[512];
+	char tmp[512], *big;
 	va_list ap;
 	int n;
 
 	va_start(ap, fmt);
 	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
 	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(tmp)) {
-		b->oom = true; /* our own lines are short: never happens */
+	if (n < 0) {
+		b->oom = true;
 		return;
 	}
-	oput(b, tmp, (size_t)n);
+	if ((size_t)n < sizeof(tmp)) {
+		oput(b, tmp, (size_t)n);
+		return;
+	}
+	/* a line naming a long symbol (C++ names run to thousands of characters) */
+	big = malloc((size_t)n + 1);
+	if (!big) {
+		b->oom = true;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(big, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	oput(b, big, (size_t)n);
+	free(big);
 }
 
 /* ------------------------------------------------------------------ */
@@ -941,22 +955,34 @@ static void instruction(struct splicer *s)
 /* Functions                                                           */
 /* ------------------------------------------------------------------ */
 
+/*
+ * Whole names, however long: a kernel id is the hash of the whole mangled
+ * name (kernels.txt hashes it so), and nvcc names parameters after it.
+ */
 struct fn_header {
 	bool entry;		/* .entry (else .func) */
-	char name[512];
-	char param0[512];	/* first parameter's name, "" if none */
+	char *name;		/* malloc'd */
+	char *param0;		/* malloc'd; first parameter's name, "" if none */
 };
 
-/* Next identifier at *p (after blanks); "" if none. */
-static void ident_at(const char **p, char *out, size_t len)
+static void fn_header_free(struct fn_header *h)
 {
-	size_t n = 0;
+	free(h->name);
+	free(h->param0);
+	memset(h, 0, sizeof(*h));
+}
+
+/* Next identifier at *p (after blanks), malloc'd ("" if none); NULL when out of memory. */
+static char *ident_at(const char **p)
+{
+	const char *start;
 
 	while (**p == ' ')
 		(*p)++;
-	while ((is_ident(**p) || **p == '%') && n < len - 1)
-		out[n++] = *(*p)++;
-	out[n] = '\0';
+	start = *p;
+	while (is_ident(**p) || **p == '%')
+		(*p)++;
+	return strndup(start, (size_t)(*p - start));
 }
 
 /* Skips a parenthesised group at *p (after blanks), if any. */
@@ -977,7 +1003,8 @@ static void skip_parens(const char **p)
 	} while (**p && depth > 0);
 }
 
-static bool parse_header(const char *t, struct fn_header *h)
+/* 1 a function header (@h filled: fn_header_free()), 0 not one, -ENOMEM. */
+static int parse_header(const char *t, struct fn_header *h)
 {
 	const char *p, *e = strstr(t, ".entry");
 	const char *f = strstr(t, ".func");
@@ -990,11 +1017,18 @@ static bool parse_header(const char *t, struct fn_header *h)
 		p = f + 5;
 		skip_parens(&p); /* return value */
 	} else {
-		return false;
+		return 0;
 	}
-	ident_at(&p, h->name, sizeof(h->name));
-	if (!h->name[0])
-		return false;
+	h->name = ident_at(&p);
+	h->param0 = strdup("");
+	if (!h->name || !h->param0) {
+		fn_header_free(h);
+		return -ENOMEM;
+	}
+	if (!h->name[0]) {
+		fn_header_free(h);
+		return 0;
+	}
 	while (*p == ' ')
 		p++;
 	if (*p == '(') {
@@ -1019,12 +1053,18 @@ static bool parse_header(const char *t, struct fn_header *h)
 			}
 			q++;
 		}
-		if (last && lastlen < sizeof(h->param0) && (*q == ',' || *q == ')')) {
-			memcpy(h->param0, last, lastlen);
-			h->param0[lastlen] = '\0';
+		if (last && (*q == ',' || *q == ')')) {
+			char *p0 = strndup(last, lastlen);
+
+			if (!p0) {
+				fn_header_free(h);
+				return -ENOMEM;
+			}
+			free(h->param0);
+			h->param0 = p0;
 		}
 	}
-	return true;
+	return 1;
 }
 
 /* Our declarations, right after the kernel body's '{'. */
@@ -1076,7 +1116,7 @@ static void body(struct splicer *s, const struct fn_header *h, bool instrument, 
 
 		if (k == ST_EOF) {
 			if (!s->rc)
-				fail(s, open_line, "body of %s does not end (no matching '}')", h->name);
+				fail(s, open_line, "body of %.200s does not end (no matching '}')", h->name);
 			return;
 		}
 		if (instrument && !entered &&
@@ -1226,20 +1266,27 @@ static void module(struct splicer *s)
 			break;
 		case ST_HEADER: {
 			struct fn_header h;
-			unsigned line = s->st.line;
-			bool inst;
+			unsigned line = s->st.line, sites;
+			bool inst, func_sites;
+			int ph;
 
 			if (!strncmp(t, ".section", 8)) {
 				skip_section(s, line);
 				break;
 			}
-			if (!parse_header(t, &h)) {
+			ph = parse_header(t, &h);
+			if (ph < 0) {
+				s->out.oom = true;
+				break;
+			}
+			if (!ph) {
 				fail(s, line, "'{' after \"%.60s\", which is not a function header", t);
 				break;
 			}
 			if (!s->have_version || !s->have_target) {
-				fail(s, line, "function %s before the .version and .target directives",
+				fail(s, line, "function %.200s before the .version and .target directives",
 				     h.name);
+				fn_header_free(&h);
 				break;
 			}
 			inst = h.entry && (!s->pack->kernel_filter[0] ||
@@ -1252,15 +1299,13 @@ static void module(struct splicer *s)
 			 * kernel filter (the calls of the other kernels would be traced
 			 * too): its accesses are counted instead (count_func_access).
 			 */
-			if (!h.entry && !s->pack->kernel_filter[0] && s->have_addr64 &&
-			    (has_event(s, GX_PROBE_LOAD) || has_event(s, GX_PROBE_STORE))) {
-				inst = true;
-				s->stats->funcs_instrumented++;
-				oprintf(&s->funcs, GX_SPLICE_FUNC " %s\n", h.name);
-			}
+			func_sites = !h.entry && !s->pack->kernel_filter[0] && s->have_addr64 &&
+				     (has_event(s, GX_PROBE_LOAD) || has_event(s, GX_PROBE_STORE));
+			inst = inst || func_sites;
 			if (inst && !s->have_addr64) {
 				/* without .address_size, PTX addresses are 32-bit: our code is 64-bit */
-				fail(s, line, "kernel %s: the module has no .address_size 64", h.name);
+				fail(s, line, "kernel %.200s: the module has no .address_size 64", h.name);
+				fn_header_free(&h);
 				break;
 			}
 			if (h.entry)
@@ -1269,7 +1314,14 @@ static void module(struct splicer *s)
 				s->stats->instrumented++;
 			if (inst)
 				declare_probes(s);
+			sites = s->stats->load_sites + s->stats->store_sites;
 			body(s, &h, inst, line);
+			/* listed (kernels.txt names it) only if it got a site */
+			if (func_sites && s->stats->load_sites + s->stats->store_sites > sites) {
+				s->stats->funcs_instrumented++;
+				oprintf(&s->funcs, GX_SPLICE_FUNC " %s\n", h.name);
+			}
+			fn_header_free(&h);
 			break;
 		}
 		case ST_LABEL:

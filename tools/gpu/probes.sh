@@ -228,7 +228,7 @@ traced mt_nvrtc memtrace --interval 0 --out "$logs/mt_nvrtc.txt" -- "$apps/nvrtc
 # every access of devfunc is in a device function the compiler did not inline (a .func)
 traced mt_devfunc memtrace --interval 0 --out "$logs/mt_devfunc.txt" -- "$apps/devfunc" 4096 &&
   check memtrace mt_devfunc "$logs/mt_devfunc.log" "$logs/mt_devfunc.txt" devfunc_axpy x:r,y:r,y:w &&
-  said mt_devfunc_named "$logs/mt_devfunc.log" "1 device functions traced as their own" \
+  said mt_devfunc_named "$logs/mt_devfunc.log" "; 1 device functions traced as their own" \
     "the device function is listed"
 if [ -f "$logs/mt_vecadd.txt" ]; then
   if gx sim --trace "$logs/mt_vecadd.txt" >"$logs/mt_replay.log" 2>&1; then

@@ -173,7 +173,7 @@ struct bmap {
 	size_t bytes;
 	uint8_t *init;		/* NULL = zeros */
 	uint8_t *after;		/* device contents after the run */
-	uint64_t hdr[4];	/* ring buffer: prod, cons, dropped, pad */
+	uint64_t hdr[4];	/* ring buffer: prod, cons, dropped, full_ns */
 };
 
 struct bvar {

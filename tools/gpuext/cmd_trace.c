@@ -849,7 +849,11 @@ static int write_out(struct tracer *t, const char *path, pid_t app)
 
 	if (t->kind == T_MEMTRACE) {
 		struct sim_trace st;
-		int ret = trace_memtrace_to_sim(t->recs.v, t->recs.n, (uint32_t)app, &st, err, sizeof(err));
+		int ret;
+
+		reload_kernels(t);	/* which ids are device functions' */
+		ret = trace_memtrace_to_sim(t->recs.v, t->recs.n, (uint32_t)app, t->kernels,
+					    t->nkernels, &st, err, sizeof(err));
 
 		if (ret) {
 			fprintf(stderr, "gpuext trace: writing %s: %s\n", path, err);

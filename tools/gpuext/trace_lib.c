@@ -621,11 +621,22 @@ static int u64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int trace_memtrace_to_sim(const struct gx_rec_mem *r, size_t n, uint32_t tgid,
-			  struct sim_trace *out, char *err, size_t err_len)
+/* Whether @id is a device function's (kernels.txt status "device-function"). */
+static bool is_device_function(const struct trace_kernel *k, size_t nk, uint64_t id)
 {
-	uint64_t *blocks = NULL, *kids = NULL;
-	size_t nb = 0, nk = 0, kcap = 0;
+	for (size_t i = 0; i < nk; i++)
+		if (k[i].id == id && !strcmp(k[i].status, "device-function"))
+			return true;
+	return false;
+}
+
+int trace_memtrace_to_sim(const struct gx_rec_mem *r, size_t n, uint32_t tgid,
+			  const struct trace_kernel *kl, size_t nkl, struct sim_trace *out,
+			  char *err, size_t err_len)
+{
+	uint64_t *blocks = NULL, *kids = NULL, fn_id = 0;
+	size_t nb = 0, nk = 0, kcap = 0, last = (size_t)-1;
+	bool fn = false, fn_k = false;	/* fn_id seen, and whether it is a device function */
 	int ret = -ENOMEM;
 
 	memset(out, 0, sizeof(*out));
@@ -668,6 +679,21 @@ int trace_memtrace_to_sim(const struct gx_rec_mem *r, size_t n, uint32_t tgid,
 	for (size_t i = 0; i < n; i++) {
 		size_t k;
 
+		/* a device function's access belongs to the kernel of the access before */
+		if (last != (size_t)-1 && nkl) {
+			if (!fn || fn_id != r[i].kernel_id) {
+				fn_id = r[i].kernel_id;
+				fn_k = is_device_function(kl, nkl, fn_id);
+				fn = true;
+			}
+			if (fn_k) {
+				out->acc[i].va = r[i].addr;
+				out->acc[i].tgid = tgid;
+				out->acc[i].kernel = (uint16_t)last;
+				out->acc[i].is_write = (r[i].flags & GX_MEM_STORE) != 0;
+				continue;
+			}
+		}
 		for (k = nk; k-- > 0;)	/* recent kernels are likelier: search backwards */
 			if (kids[k] == r[i].kernel_id)
 				break;
@@ -693,6 +719,7 @@ int trace_memtrace_to_sim(const struct gx_rec_mem *r, size_t n, uint32_t tgid,
 		out->acc[i].tgid = tgid;
 		out->acc[i].kernel = (uint16_t)k;
 		out->acc[i].is_write = (r[i].flags & GX_MEM_STORE) != 0;
+		last = k;
 	}
 	out->acc_cnt = n;
 	free(blocks);

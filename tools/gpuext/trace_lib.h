@@ -170,11 +170,16 @@ size_t trace_mem_expand(const struct gx_rec_mem *w, struct gx_rec_mem out[32]);
  * ignored) into a simulator trace of process @tgid: ranges are
  * the 2 MiB blocks the accesses touch, merged where contiguous; each access
  * becomes {va, tgid, kernel, is_write} where kernel numbers the kernels in
- * order of first appearance (the simulator's "launch index", < 65536). 0 or
- * -errno (-E2BIG past 65536 kernels or SIM_TRACE_MAX_RANGES ranges).
+ * order of first appearance (the simulator's "launch index", < 65536). An
+ * access whose id @k lists as a "device-function" (a .func body with sites:
+ * it carries the function's id, not its caller's) counts as the kernel of
+ * the access before it, so calls do not cut a kernel in pieces (the
+ * simulator ends a kernel where the number changes). 0 or -errno (-E2BIG
+ * past 65536 kernels or SIM_TRACE_MAX_RANGES ranges).
  */
 int trace_memtrace_to_sim(const struct gx_rec_mem *r, size_t n, uint32_t tgid,
-			  struct sim_trace *out, char *err, size_t err_len);
+			  const struct trace_kernel *k, size_t nk, struct sim_trace *out,
+			  char *err, size_t err_len);
 
 /* ---- the pack ----------------------------------------------------------------- */
 
