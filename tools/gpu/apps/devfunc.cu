@@ -1,18 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * devfunc N: y[i] = 2 x[i] + y[i] for i < N, where the loads and the store
- * are in a device function the compiler does not inline (__noinline__: a
- * .func in the PTX, reached by call). Ground truth: the exact global access
- * pattern (x+4i and y+4i loaded, y+4i stored, nothing else), all inside the
- * .func: memtrace sees them only if device functions are instrumented.
+ * devfunc N: y[i] = 2 x[i] + y[i] for i < N. The kernel loads x[i]; a
+ * device function the compiler does not inline (__noinline__: a .func in
+ * the PTX, reached by call) loads and stores y[i]. Ground truth: the exact
+ * global access pattern (x+4i and y+4i loaded, y+4i stored, nothing else):
+ * memtrace sees y's only if device functions are instrumented, and the
+ * simulator trace must keep both in one kernel.
  */
 #include <vector>
 
 #include "common.h"
 
-__device__ __noinline__ void axpy_at(const float *x, float *y, int i)
+__device__ __noinline__ void axpy_at(float xv, float *y, int i)
 {
-	y[i] = 2.0f * x[i] + y[i];
+	y[i] = 2.0f * xv + y[i];
 }
 
 __global__ void devfunc_axpy(const float *x, float *y, int n)
@@ -20,7 +21,7 @@ __global__ void devfunc_axpy(const float *x, float *y, int n)
 	int i = blockIdx.x * blockDim.x + threadIdx.x;
 
 	if (i < n)
-		axpy_at(x, y, i);
+		axpy_at(x[i], y, i);
 }
 
 int main(int argc, char **argv)
