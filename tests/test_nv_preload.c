@@ -1200,6 +1200,9 @@ static void test_e2e(void)
 	CHECK_STR_CONTAINS(run.log, "libglobal gpuext_rt_maps");
 	CHECK_EQ_INT(count_lines(run.log, "jit "), 5);
 	CHECK_STR_CONTAINS(run.log, "launch vadd 4 128");
+	/* the refused launch and the captured one reached the driver (no record: below) */
+	CHECK_STR_CONTAINS(run.log, "launch refused");
+	CHECK_STR_CONTAINS(run.log, "capture_begin\nlaunch vadd 9 128\ncapture_end");
 	CHECK_STR_CONTAINS(run.log, "launch_ptsz vadd 2 64");
 	/* The private pointer was matched by name: the export ran. */
 	CHECK_STR_CONTAINS(run.log, "launch_ex other_kernel 3 32");
@@ -1227,8 +1230,10 @@ static void test_e2e(void)
 	lr = (struct gx_launch_rec *)slurp(path, &len);
 	nl = len / sizeof(*lr);
 	CHECK_EQ_INT(len % sizeof(*lr), 0);
-	CHECK_EQ_INT(nl, 6);
+	CHECK_EQ_INT(nl, 6);	/* not the refused launch, nor the captured one */
 	if (lr && nl == 6) {
+		CHECK(!has_launch(lr, nl, "vadd", 0, 128, run.pid));
+		CHECK(!has_launch(lr, nl, "vadd", 9, 128, run.pid));
 		CHECK(has_launch(lr, nl, "vadd", 4, 128, run.pid));
 		CHECK(has_launch(lr, nl, "vadd", 2, 64, run.pid));
 		CHECK(has_launch(lr, nl, "other_kernel", 3, 32, run.pid));

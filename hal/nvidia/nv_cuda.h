@@ -153,5 +153,14 @@ typedef CUresult (*PFN_cuStreamDestroy)(CUstream);
 typedef CUresult (*PFN_cuGetErrorName)(CUresult, const char **);
 typedef CUresult (*PFN_cuThreadExchangeStreamCaptureMode)(int *);
 #define CU_STREAM_CAPTURE_MODE_RELAXED 2
+/* Stream capture (CUDA graphs): cuStreamBeginCapture took no mode before 10.1 (_v2). */
+typedef CUresult (*PFN_cuStreamBeginCapture)(CUstream);
+typedef CUresult (*PFN_cuStreamBeginCapture_v2)(CUstream, int);
+typedef CUresult (*PFN_cuStreamBeginCaptureToGraph)(CUstream, CUgraph, const CUgraphNode *,
+						    const void *, size_t, int);
+typedef CUresult (*PFN_cuStreamIsCapturing)(CUstream, int *);
+#define CU_STREAM_CAPTURE_STATUS_NONE 0
+#define CU_STREAM_LEGACY ((CUstream)0x1)
+#define CU_STREAM_PER_THREAD ((CUstream)0x2)
 
 #endif

@@ -54,6 +54,7 @@ struct nv_api {
 	PFN_cuLibraryGetGlobal LibraryGetGlobal;	/* NULL before CUDA 12.0 */
 	PFN_cuFuncGetName FuncGetName;			/* NULL before CUDA 12.3 */
 	PFN_cuThreadExchangeStreamCaptureMode ThreadExchangeStreamCaptureMode; /* 10.1+ */
+	PFN_cuStreamIsCapturing StreamIsCapturing, StreamIsCapturing_ptsz;	/* 10.0+ */
 	/* The clock calibration kernel (nv_launch.c): the real ones, never our wrappers. */
 	PFN_cuModuleLoadData ModuleLoadData;
 	PFN_cuModuleGetFunction ModuleGetFunction;

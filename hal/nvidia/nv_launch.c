@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Launches: before every cuLaunchKernel/Ex/Cooperative (and their _ptsz
- * forms) the kernel's map tables are made ready in the current context and
- * a struct gx_launch_rec is queued (CLOCK_REALTIME just before the call,
- * kernel id, dims, pid, GPU, sequence); the mirror thread appends the queue
- * to DIR/launches.bin every interval and at exit, in whole records. Graph
- * kernel nodes get their tables ready when the node is added or changed,
- * since a graph launch runs them without passing through us.
+ * forms) the kernel's map tables are made ready in the current context; a
+ * launch the driver accepts queues a struct gx_launch_rec (CLOCK_REALTIME
+ * just before the call, kernel id, dims, pid, GPU, sequence), and the mirror
+ * thread appends the queue to DIR/launches.bin every interval and at exit,
+ * in whole records. No record for a launch the driver refused, nor for one
+ * into a stream being captured into a CUDA graph: that call runs nothing
+ * (launchlate would pair it with a replay of the graph, whenever that
+ * comes). Graph kernel nodes get their tables ready when the node is added
+ * or changed, since a graph launch runs them without passing through us;
+ * graph launches write no launch record.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,13 +52,33 @@ static struct nv_handle *learn(const void *f)
 	return nv_handle_add(f, gx_kernel_id(name, strlen(name)), NULL);
 }
 
-/* Before a launch of @f: its maps in place, and its launch record. */
-static void on_launch(const void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-		      unsigned by, unsigned bz)
+/*
+ * Whether a launch into @s (0: the legacy stream, or the per-thread one
+ * through a _ptsz entry point) is captured into a graph rather than run.
+ * Asked only once the app has begun a capture (our cuStreamBeginCapture*).
+ */
+static bool captured(CUstream s, bool ptsz)
+{
+	int st = CU_STREAM_CAPTURE_STATUS_NONE;
+	PFN_cuStreamIsCapturing q = ptsz && g.cu.StreamIsCapturing_ptsz ?
+					    g.cu.StreamIsCapturing_ptsz : g.cu.StreamIsCapturing;
+
+	if (!atomic_load_explicit(&g.captured, memory_order_relaxed) || !q)
+		return false;
+	if (!s)
+		s = ptsz ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
+	return q(s, &st) == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+/*
+ * Before a launch of @f into @s: its maps in place, and its launch record
+ * filled in @rec (false: none, the launch is being captured).
+ */
+static bool on_launch(const void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+		      unsigned by, unsigned bz, CUstream s, bool ptsz, struct gx_launch_rec *rec)
 {
 	struct nv_handle *h = nv_handle_find(f);
 	struct nv_ctx *x = nv_current_ctx();
-	struct gx_launch_rec *rec;
 
 	if (!h)
 		h = learn(f);
@@ -64,12 +88,9 @@ static void on_launch(const void *f, unsigned gx, unsigned gy, unsigned gz, unsi
 	/* The runtime's and driver's teardown is registered by now: go ahead of it. */
 	if (atomic_load_explicit(&g.seq, memory_order_relaxed) < 2)
 		nv_exit_rearm();
-	pthread_mutex_lock(&g.llock);
-	if (g.lcnt == NV_LAUNCH_BUF) {
-		nv_write_all(g.launches_fd, g.lbuf, sizeof(g.lbuf));
-		g.lcnt = 0;
-	}
-	rec = &g.lbuf[g.lcnt++];
+	if (captured(s, ptsz))
+		return false;
+	memset(rec, 0, sizeof(*rec));
 	rec->kernel_id = h ? h->id : 0;
 	rec->grid[0] = gx;
 	rec->grid[1] = gy;
@@ -79,69 +100,152 @@ static void on_launch(const void *f, unsigned gx, unsigned gy, unsigned gz, unsi
 	rec->block[2] = bz;
 	rec->pid = g.pid;
 	rec->gpu = x && x->ordinal >= 0 ? (uint32_t)x->ordinal : NV_NO_GPU;
-	rec->seq = atomic_fetch_add_explicit(&g.seq, 1, memory_order_relaxed);
 	rec->host_ns = nv_now_ns();	/* last: "just before the launch call" */
+	return true;
+}
+
+/* After the launch call: queue the record if the driver took the launch. */
+static CUresult launched(CUresult r, bool have, struct gx_launch_rec *rec)
+{
+	if (!have || r != CUDA_SUCCESS)
+		return r;
+	pthread_mutex_lock(&g.llock);
+	if (g.lcnt == NV_LAUNCH_BUF) {
+		nv_write_all(g.launches_fd, g.lbuf, sizeof(g.lbuf));
+		g.lcnt = 0;
+	}
+	rec->seq = atomic_fetch_add_explicit(&g.seq, 1, memory_order_relaxed);
+	g.lbuf[g.lcnt++] = *rec;
 	pthread_mutex_unlock(&g.llock);
+	return r;
+}
+
+/* The app is about to capture launches into a graph: from now on, ask before recording. */
+EXPORT CUresult cuStreamBeginCapture(CUstream s)
+{
+	REAL_OR_FAIL(cuStreamBeginCapture);
+	atomic_store(&g.captured, true);
+	return real.cuStreamBeginCapture(s);
+}
+
+EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream s)
+{
+	REAL_OR_FAIL(cuStreamBeginCapture_ptsz);
+	atomic_store(&g.captured, true);
+	return real.cuStreamBeginCapture_ptsz(s);
+}
+
+EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, int mode)
+{
+	REAL_OR_FAIL(cuStreamBeginCapture_v2);
+	atomic_store(&g.captured, true);
+	return real.cuStreamBeginCapture_v2(s, mode);
+}
+
+EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, int mode)
+{
+	REAL_OR_FAIL(cuStreamBeginCapture_v2_ptsz);
+	atomic_store(&g.captured, true);
+	return real.cuStreamBeginCapture_v2_ptsz(s, mode);
+}
+
+EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph gr, const CUgraphNode *deps,
+					    const void *edges, size_t nd, int mode)
+{
+	REAL_OR_FAIL(cuStreamBeginCaptureToGraph);
+	atomic_store(&g.captured, true);
+	return real.cuStreamBeginCaptureToGraph(s, gr, deps, edges, nd, mode);
+}
+
+EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph gr, const CUgraphNode *deps,
+						 const void *edges, size_t nd, int mode)
+{
+	REAL_OR_FAIL(cuStreamBeginCaptureToGraph_ptsz);
+	atomic_store(&g.captured, true);
+	return real.cuStreamBeginCaptureToGraph_ptsz(s, gr, deps, edges, nd, mode);
 }
 
 EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
 			       unsigned by, unsigned bz, unsigned shm, CUstream s, void **params,
 			       void **extra)
 {
+	struct gx_launch_rec rec;
+	bool have = false;
+
 	REAL_OR_FAIL(cuLaunchKernel);
 	if (nv_active())
-		on_launch(f, gx, gy, gz, bx, by, bz);
-	return real.cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shm, s, params, extra);
+		have = on_launch(f, gx, gy, gz, bx, by, bz, s, false, &rec);
+	return launched(real.cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shm, s, params, extra),
+			have, &rec);
 }
 
 EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
 				    unsigned bx, unsigned by, unsigned bz, unsigned shm,
 				    CUstream s, void **params, void **extra)
 {
+	struct gx_launch_rec rec;
+	bool have = false;
+
 	REAL_OR_FAIL(cuLaunchKernel_ptsz);
 	if (nv_active())
-		on_launch(f, gx, gy, gz, bx, by, bz);
-	return real.cuLaunchKernel_ptsz(f, gx, gy, gz, bx, by, bz, shm, s, params, extra);
+		have = on_launch(f, gx, gy, gz, bx, by, bz, s, true, &rec);
+	return launched(real.cuLaunchKernel_ptsz(f, gx, gy, gz, bx, by, bz, shm, s, params, extra),
+			have, &rec);
 }
 
 EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params,
 				 void **extra)
 {
+	struct gx_launch_rec rec;
+	bool have = false;
+
 	REAL_OR_FAIL(cuLaunchKernelEx);
 	if (nv_active() && c)
-		on_launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
-			  c->blockDimZ);
-	return real.cuLaunchKernelEx(c, f, params, extra);
+		have = on_launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
+				 c->blockDimY, c->blockDimZ, c->hStream, false, &rec);
+	return launched(real.cuLaunchKernelEx(c, f, params, extra), have, &rec);
 }
 
 EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **params,
 				      void **extra)
 {
+	struct gx_launch_rec rec;
+	bool have = false;
+
 	REAL_OR_FAIL(cuLaunchKernelEx_ptsz);
 	if (nv_active() && c)
-		on_launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
-			  c->blockDimZ);
-	return real.cuLaunchKernelEx_ptsz(c, f, params, extra);
+		have = on_launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
+				 c->blockDimY, c->blockDimZ, c->hStream, true, &rec);
+	return launched(real.cuLaunchKernelEx_ptsz(c, f, params, extra), have, &rec);
 }
 
 EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
 					  unsigned bx, unsigned by, unsigned bz, unsigned shm,
 					  CUstream s, void **params)
 {
+	struct gx_launch_rec rec;
+	bool have = false;
+
 	REAL_OR_FAIL(cuLaunchCooperativeKernel);
 	if (nv_active())
-		on_launch(f, gx, gy, gz, bx, by, bz);
-	return real.cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shm, s, params);
+		have = on_launch(f, gx, gy, gz, bx, by, bz, s, false, &rec);
+	return launched(real.cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shm, s, params),
+			have, &rec);
 }
 
 EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy,
 					       unsigned gz, unsigned bx, unsigned by, unsigned bz,
 					       unsigned shm, CUstream s, void **params)
 {
+	struct gx_launch_rec rec;
+	bool have = false;
+
 	REAL_OR_FAIL(cuLaunchCooperativeKernel_ptsz);
 	if (nv_active())
-		on_launch(f, gx, gy, gz, bx, by, bz);
-	return real.cuLaunchCooperativeKernel_ptsz(f, gx, gy, gz, bx, by, bz, shm, s, params);
+		have = on_launch(f, gx, gy, gz, bx, by, bz, s, true, &rec);
+	return launched(real.cuLaunchCooperativeKernel_ptsz(f, gx, gy, gz, bx, by, bz, shm, s,
+							    params),
+			have, &rec);
 }
 
 /* Graph kernel nodes: the function's maps must be in place before the graph runs. */

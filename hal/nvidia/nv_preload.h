@@ -66,6 +66,12 @@
 	X(cuGraphKernelNodeSetParams_v2, cuGraphKernelNodeSetParams, 12000, 0)   \
 	X(cuGraphExecKernelNodeSetParams, cuGraphExecKernelNodeSetParams, 10010, 0) \
 	X(cuGraphExecKernelNodeSetParams_v2, cuGraphExecKernelNodeSetParams, 12000, 0) \
+	X(cuStreamBeginCapture, cuStreamBeginCapture, 10000, 0)                  \
+	X(cuStreamBeginCapture_ptsz, cuStreamBeginCapture, 10000, 1)             \
+	X(cuStreamBeginCapture_v2, cuStreamBeginCapture, 10010, 0)               \
+	X(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture, 10010, 1)          \
+	X(cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph, 12030, 0)    \
+	X(cuStreamBeginCaptureToGraph_ptsz, cuStreamBeginCaptureToGraph, 12030, 1) \
 	X(cuGetProcAddress, cuGetProcAddress, 11030, 0)                          \
 	X(cuGetProcAddress_v2, cuGetProcAddress, 12000, 0)                      \
 	X(cuCtxSynchronize, cuCtxSynchronize, 2000, 0)                           \
@@ -105,6 +111,10 @@ struct nv_real {
 	PFN_cuGraphKernelNodeSetParams cuGraphKernelNodeSetParams, cuGraphKernelNodeSetParams_v2;
 	PFN_cuGraphExecKernelNodeSetParams cuGraphExecKernelNodeSetParams,
 		cuGraphExecKernelNodeSetParams_v2;
+	PFN_cuStreamBeginCapture cuStreamBeginCapture, cuStreamBeginCapture_ptsz;
+	PFN_cuStreamBeginCapture_v2 cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz;
+	PFN_cuStreamBeginCaptureToGraph cuStreamBeginCaptureToGraph,
+		cuStreamBeginCaptureToGraph_ptsz;
 	PFN_cuGetProcAddress cuGetProcAddress;
 	PFN_cuGetProcAddress_v2 cuGetProcAddress_v2;
 	PFN_cuCtxSynchronize cuCtxSynchronize;
@@ -185,6 +195,7 @@ struct nv_state {
 	struct gx_launch_rec lbuf[NV_LAUNCH_BUF];
 	size_t lcnt;
 	_Atomic uint64_t seq;
+	_Atomic bool captured;		/* the app began a stream capture: launches may be captured */
 	_Atomic bool cache_warned;
 	_Atomic unsigned splice_hits, splices;	/* modules from the splice cache / spliced now */
 	_Atomic bool exited;		/* nv_exit ran (it may be registered several times) */

@@ -617,6 +617,8 @@ static bool resolve_api(void)
 		API(LibraryGetGlobal, "cuLibraryGetGlobal", true),
 		API(FuncGetName, "cuFuncGetName", true),
 		API(ThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode", true),
+		API(StreamIsCapturing, "cuStreamIsCapturing", true),
+		API(StreamIsCapturing_ptsz, "cuStreamIsCapturing_ptsz", true),
 		API(ModuleLoadData, "cuModuleLoadData", false),
 		API(ModuleGetFunction, "cuModuleGetFunction", false),
 		API(ModuleUnload, "cuModuleUnload", false),

@@ -44,6 +44,8 @@ CUresult cuGraphAddKernelNode_v2(CUgraphNode *, CUgraph, const CUgraphNode *, si
 				 const CUDA_KERNEL_NODE_PARAMS_v2 *);
 CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
 			unsigned, CUstream, void **, void **);
+CUresult cuStreamBeginCapture_v2(CUstream, int);
+CUresult cuStreamEndCapture(CUstream, CUgraph *);
 void *fakecuda_global(void *mod, const char *name);
 
 static const char ptx_vadd[] =
@@ -258,6 +260,16 @@ int main(int argc, char **argv)
 	CK(cuModuleGetFunction(&fv, m, "vadd"));
 	CK(cuModuleGetFunction(&fo, m, "other_kernel"));
 	CK(cuLaunchKernel(fv, 4, 1, 1, 128, 1, 1, 0, NULL, NULL, NULL));
+	/* Refused (an empty grid) and captured into a graph: neither runs, so no launch record. */
+	if (cuLaunchKernel(fv, 0, 1, 1, 128, 1, 1, 0, NULL, NULL, NULL) == 0)
+		return 9;
+	{
+		CUgraph gr;
+
+		CK(cuStreamBeginCapture_v2(NULL, 0));
+		CK(cuLaunchKernel(fv, 9, 1, 1, 128, 1, 1, 0, NULL, NULL, NULL));
+		CK(cuStreamEndCapture(NULL, &gr));
+	}
 
 	if (!strcmp(mode, "bench")) {
 		/* Host cost of a launch as the app sees it (run by hand, not by the tests). */

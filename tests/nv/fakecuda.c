@@ -18,6 +18,7 @@
  */
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -710,8 +711,10 @@ static CUresult launch(const char *how, CUfunction f, unsigned gx, unsigned bx)
 {
 	struct ffunc *fn = (struct ffunc *)f;
 
-	if (!fn)
+	if (!fn || !gx) {	/* the driver refuses an empty grid */
+		logf_("%s refused", how);
 		return CUDA_ERROR_INVALID_VALUE;
+	}
 	logf_("%s %s %u %u", how, fn->name, gx, bx);
 	return 0;
 }
@@ -744,6 +747,34 @@ static CUresult priv_launch_ex(const CUlaunchConfig *c, CUfunction f, void **p, 
 {
 	(void)p, (void)e;
 	return launch("launch_ex_private", f, c->gridDimX, c->blockDimX);
+}
+
+/* ---- stream capture: one flag (every stream here is the same dummy) ---- */
+
+static bool capturing;
+
+EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, int mode)
+{
+	(void)s, (void)mode;
+	capturing = true;
+	logf_("capture_begin");
+	return 0;
+}
+
+EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *gr)
+{
+	(void)s;
+	capturing = false;
+	*gr = (CUgraph)&capturing;
+	logf_("capture_end");
+	return 0;
+}
+
+EXPORT CUresult cuStreamIsCapturing(CUstream s, int *status)
+{
+	(void)s;
+	*status = capturing ? 1 : 0;
+	return 0;
 }
 
 EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *n, CUgraph g, const CUgraphNode *deps,

@@ -256,6 +256,13 @@ traced ll_multistream launchlate --interval 0 --out "$logs/ll_ms.csv" -- "$apps/
   check launchlate ll_multistream "$logs/ll_multistream.log" "$logs/ll_ms.csv" 10000000
 traced ll_vecadd launchlate --interval 0 --out "$logs/ll_vecadd.csv" -- "$apps/vecadd" 1048576 &&
   check launchlate ll_vecadd "$logs/ll_vecadd.log" "$logs/ll_vecadd.csv" 10000000
+# graph: its two launches are captured, not run (no launch record), and its 2 x 10 replays
+# have none either (cuGraphLaunch): every start is unpaired, and said so, none paired wrongly
+traced ll_graph launchlate --interval 0 --out "$logs/ll_graph.csv" -- "$apps/graph" 10 &&
+  said ll_graph_unpaired "$logs/ll_graph.log" "launchlate: 0 launches, 20 first-block starts, 0 paired" \
+    "no captured launch pairs with a graph replay" &&
+  said ll_graph_said "$logs/ll_graph.log" "20 first-block starts have no launch to pair with" \
+    "the graph's starts are unpaired"
 
 say "smload: blocks per SM sum to the blocks launched"
 traced sm_gemm smload --interval 0 --out "$logs/sm_gemm.csv" -- "$apps/gemm" 512 &&
@@ -273,7 +280,7 @@ say "results unchanged by instrumentation"
 for p in "vecadd th_vecadd" "vecadd_odd th_vecadd_odd" "vecadd_shared th_shared" "gemm th_gemm" \
          "reduce th_reduce" "multistream th_multistream" "graph th_graph" "nvrtc th_nvrtc" "ptxload th_ptxload" \
          "vecadd_small mt_vecadd" "nvrtc mt_nvrtc" "gemm rs_gemm" "multistream ll_multistream" \
-         "gemm sm_gemm" "devfunc mt_devfunc" "bigconst th_bigconst"; do
+         "gemm sm_gemm" "devfunc mt_devfunc" "bigconst th_bigconst" "graph ll_graph"; do
   set -- $p
   [ -f "$logs/$2.log" ] && check same "same_$2" "$logs/base_$1.log" "$logs/$2.log"
 done

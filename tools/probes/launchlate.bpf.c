@@ -11,6 +11,9 @@
  * %globaltimer counts ns since the epoch but drifts tens of microseconds
  * from CLOCK_REALTIME, so the preload library measures the offset per GPU
  * (DIR/clock-<pid>-<gpu>.txt, hal/nvidia/README.md) and the tool subtracts it.
+ * A launch the driver refuses, or one captured into a CUDA graph (it runs
+ * nothing then), gets no host record; kernels a graph runs (cuGraphLaunch)
+ * have none either, so their starts stay unpaired and the tool says how many.
  */
 #include "probes.h"
 
