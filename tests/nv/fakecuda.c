@@ -809,6 +809,7 @@ static const struct {
 	{ "cuCtxGetCurrent", (void *)cuCtxGetCurrent, NULL },
 	{ "cuDeviceGet", (void *)cuDeviceGet, NULL },
 	{ "cuCtxSynchronize", (void *)cuCtxSynchronize, NULL },
+	{ "cuStreamBeginCapture", (void *)cuStreamBeginCapture_v2, NULL },
 };
 
 EXPORT CUresult cuGetProcAddress_v2(const char *name, void **pfn, int ver, cuuint64_t flags,
