@@ -717,17 +717,39 @@ static void test_details(const struct gx_pack *hand)
 		free(out);
 		out = NULL;
 
+		/* a filter that takes every kernel of the module: the .func's callers are all traced */
 		snprintf(pk.kernel_filter, sizeof(pk.kernel_filter), "fk");
 		CHECK_EQ_INT(gx_ptx_splice(fn, sizeof(fn) - 1, &pk, &out, &olen, &st, err,
 					   sizeof(err)), 0);
-		CHECK_EQ_INT(st.funcs_instrumented, 0);
-		CHECK_EQ_INT(st.func_accesses, 3);	/* ld.global, generic ld, st.global.v2 */
-		CHECK_EQ_INT(st.load_sites, 1);		/* the kernel's own */
-		/* the count travels with the text (the splice cache gives back text only) */
-		CHECK_STR_CONTAINS(out, "\n" GX_SPLICE_UNTRACED " 3\n");
-		CHECK(out && !strstr(out, GX_SPLICE_FUNC));
+		CHECK_EQ_INT(st.funcs_instrumented, 1);
+		CHECK_EQ_INT(st.func_accesses, 0);
+		CHECK_EQ_INT(st.load_sites, 3);
 		free(out);
 		out = NULL;
+
+		/* one that leaves a kernel out: the .func gets no site, its accesses are counted */
+		{
+			static const char other[] = ".visible .entry other_k()\n{\n\tret;\n}\n";
+			char *fn2 = malloc(sizeof(fn) + sizeof(other));
+
+			CHECK(fn2 != NULL);
+			if (fn2) {
+				snprintf(fn2, sizeof(fn) + sizeof(other), "%s%s", fn, other);
+				CHECK_EQ_INT(gx_ptx_splice(fn2, strlen(fn2), &pk, &out, &olen, &st,
+							   err, sizeof(err)), 0);
+				CHECK_EQ_INT(st.kernels, 2);
+				CHECK_EQ_INT(st.instrumented, 1);
+				CHECK_EQ_INT(st.funcs_instrumented, 0);
+				CHECK_EQ_INT(st.func_accesses, 3);	/* ld.global, ld, st.global.v2 */
+				CHECK_EQ_INT(st.load_sites, 1);		/* fk's own */
+				/* the count travels with the text (the splice cache gives back text only) */
+				CHECK_STR_CONTAINS(out, "\n" GX_SPLICE_UNTRACED " 3\n");
+				CHECK(out && !strstr(out, GX_SPLICE_FUNC));
+				free(out);
+				out = NULL;
+				free(fn2);
+			}
+		}
 	}
 	/*
 	 * Names of any length (C++ templates run to thousands of characters):

@@ -386,8 +386,8 @@ static void say_untraced(const struct prep *p, unsigned n)
 {
 	if (n && (g.pack.events & (1u << GX_PROBE_LOAD | 1u << GX_PROBE_STORE)))
 		fprintf(stderr, PFX "module with kernel %s: %u global loads/stores in its device "
-			"functions (.func, not inlined) are not traced: with --kernel, device "
-			"functions (shared by all of a module's kernels) are not instrumented\n",
+			"functions (.func, not inlined) are not traced: --kernel leaves out some of "
+			"the module's kernels, and device functions are shared by all of them\n",
 			first_name(p), n);
 }
 

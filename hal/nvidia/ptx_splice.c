@@ -55,6 +55,7 @@
 
 #include "nvprobe.h"
 #include "ptx_splice.h"
+#include "nv_util.h"
 #include "ptx_text.h"
 
 /* ------------------------------------------------------------------ */
@@ -181,6 +182,7 @@ struct splicer {
 	unsigned site_seq;
 	bool probes_declared;
 	bool in_func;		/* walking a .func body: memory sites only */
+	bool filter_all;	/* the kernel filter matches every .entry of the module */
 	struct obuf funcs;	/* GX_SPLICE_FUNC lines: the .func bodies instrumented */
 
 	struct regdecl *regs;
@@ -1296,10 +1298,11 @@ static void module(struct splicer *s)
 			 * body) gets load/store sites when the probes trace memory, with
 			 * its own name's id as the kernel id: it may be called from any
 			 * kernel of the module, which it cannot tell apart. Not with a
-			 * kernel filter (the calls of the other kernels would be traced
-			 * too): its accesses are counted instead (count_func_access).
+			 * kernel filter that leaves out a kernel of the module (its calls
+			 * would be traced too): its accesses are counted instead
+			 * (count_func_access).
 			 */
-			func_sites = !h.entry && !s->pack->kernel_filter[0] && s->have_addr64 &&
+			func_sites = !h.entry && s->filter_all && s->have_addr64 &&
 				     (has_event(s, GX_PROBE_LOAD) || has_event(s, GX_PROBE_STORE));
 			inst = inst || func_sites;
 			if (inst && !s->have_addr64) {
@@ -1498,6 +1501,20 @@ int gx_ptx_splice(const char *ptx, size_t ptx_len, const struct gx_pack *pack, c
 		pack = &global_pack;
 		s.pack = pack;
 		local_stats.probes_in_global = true;
+	}
+	s.filter_all = true;
+	if (pack->kernel_filter[0]) {
+		char **names = NULL;
+		size_t nn = 0;
+
+		if (nv_ptx_entries(ptx, n, &names, &nn)) {
+			free(s.st.text);
+			free(global_pack.ptx);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < nn; i++)
+			s.filter_all &= !fnmatch(pack->kernel_filter, names[i], 0);
+		nv_free_names(names, nn);
 	}
 	pick_prefix(&s);
 	s.need_ver = probes_version(pack);

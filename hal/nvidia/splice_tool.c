@@ -115,8 +115,8 @@ int main(int argc, char **argv)
 		st.load_sites, st.store_sites);
 	if (st.func_accesses && (pack.events & (1u << GX_PROBE_LOAD | 1u << GX_PROBE_STORE)))
 		fprintf(stderr, "gpuext-splice: %u global loads/stores in device functions (.func) are "
-			"not sites: with a kernel filter, device functions (shared by the module's kernels) are "
-			"not instrumented\n", st.func_accesses);
+			"not sites: the kernel filter leaves out some of the module's kernels, which share "
+			"them\n", st.func_accesses);
 out:
 	free(out);
 	free(ptx);
