@@ -159,7 +159,8 @@ struct gx_splice_stats {
 	uint32_t funcs_instrumented;	/* .func bodies given load/store sites (their
 					 * accesses are in load_sites/store_sites) */
 	uint32_t func_accesses;	/* global/generic loads and stores in .func bodies left
-				 * uninstrumented (a kernel filter is set): the spliced
+				 * uninstrumented (the kernel filter leaves out one of the
+				 * module's kernels): the spliced
 				 * text ends in "GX_SPLICE_UNTRACED <n>" then */
 	bool probes_in_global;	/* the module's .const data left no room for the probes' table:
 				 * it went to the global space (gx_ptx_const_bytes) */
@@ -176,7 +177,8 @@ uint64_t gx_ptx_const_bytes(const char *t, size_t n);
  * inlined (ptx_inline.c) at every instrumented kernel's entry, before each
  * of its exits (ret/exit), after each global load and store (real address,
  * size, stored value), per the ABI in ptx_splice.h; when the probes trace
- * loads or stores and no kernel filter is set, after those of every .func
+ * loads or stores and the kernel filter (if any) takes every kernel of the
+ * module, after those of every .func
  * body too (kernel id: the function's own name's). The result is one valid
  * PTX module (the probes' text before the first function, .version raised
  * if needed).
