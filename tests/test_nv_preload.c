@@ -1203,6 +1203,9 @@ static void test_e2e(void)
 	/* the refused launch and the captured one reached the driver (no record: below) */
 	CHECK_STR_CONTAINS(run.log, "launch refused");
 	CHECK_STR_CONTAINS(run.log, "capture_begin\nlaunch vadd 9 128\ncapture_end");
+	/* the graph through the runtime's way in (cuGetProcAddress): instantiated, launched twice */
+	CHECK_STR_CONTAINS(run.log, "graph_instantiate 1\ngraph_launch lib_graph 7 64\n"
+			   "graph_launch lib_graph 7 64\ngraph_destroy");
 	CHECK_STR_CONTAINS(run.log, "launch_ptsz vadd 2 64");
 	/* The private pointer was matched by name: the export ran. */
 	CHECK_STR_CONTAINS(run.log, "launch_ex other_kernel 3 32");
@@ -1230,10 +1233,21 @@ static void test_e2e(void)
 	lr = (struct gx_launch_rec *)slurp(path, &len);
 	nl = len / sizeof(*lr);
 	CHECK_EQ_INT(len % sizeof(*lr), 0);
-	CHECK_EQ_INT(nl, 6);	/* not the refused launch, nor the captured one */
-	if (lr && nl == 6) {
+	/*
+	 * 6 launches and the graph's 2 (one kernel node, launched twice); not the
+	 * refused launch, nor the captured one.
+	 */
+	CHECK_EQ_INT(nl, 8);
+	if (lr && nl == 8) {
+		uint64_t gid = gx_kernel_id("lib_graph", 9);
+		unsigned ng = 0;
+
 		CHECK(!has_launch(lr, nl, "vadd", 0, 128, run.pid));
 		CHECK(!has_launch(lr, nl, "vadd", 9, 128, run.pid));
+		CHECK(has_launch(lr, nl, "lib_graph", 7, 64, run.pid));
+		for (size_t i = 0; i < nl; i++)
+			ng += lr[i].kernel_id == gid;
+		CHECK_EQ_INT(ng, 2);
 		CHECK(has_launch(lr, nl, "vadd", 4, 128, run.pid));
 		CHECK(has_launch(lr, nl, "vadd", 2, 64, run.pid));
 		CHECK(has_launch(lr, nl, "other_kernel", 3, 32, run.pid));

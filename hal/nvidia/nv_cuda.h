@@ -159,6 +159,20 @@ typedef CUresult (*PFN_cuStreamBeginCapture_v2)(CUstream, int);
 typedef CUresult (*PFN_cuStreamBeginCaptureToGraph)(CUstream, CUgraph, const CUgraphNode *,
 						    const void *, size_t, int);
 typedef CUresult (*PFN_cuStreamIsCapturing)(CUstream, int *);
+/* Graphs: instantiation, launch, update, destruction, and reading a graph's kernel nodes. */
+typedef CUresult (*PFN_cuGraphInstantiate)(CUgraphExec *, CUgraph, CUgraphNode *, char *, size_t);
+typedef CUresult (*PFN_cuGraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
+typedef CUresult (*PFN_cuGraphInstantiateWithParams)(CUgraphExec *, CUgraph, void *);
+typedef CUresult (*PFN_cuGraphLaunch)(CUgraphExec, CUstream);
+typedef CUresult (*PFN_cuGraphExecDestroy)(CUgraphExec);
+typedef CUresult (*PFN_cuGraphExecUpdate)(CUgraphExec, CUgraph, CUgraphNode *, int *);
+typedef CUresult (*PFN_cuGraphExecUpdate_v2)(CUgraphExec, CUgraph, void *);
+typedef CUresult (*PFN_cuGraphGetNodes)(CUgraph, CUgraphNode *, size_t *);
+typedef CUresult (*PFN_cuGraphNodeGetType)(CUgraphNode, int *);
+typedef CUresult (*PFN_cuGraphKernelNodeGetParams)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS_v2 *);
+typedef CUresult (*PFN_cuGraphChildGraphNodeGetGraph)(CUgraphNode, CUgraph *);
+#define CU_GRAPH_NODE_TYPE_KERNEL 0
+#define CU_GRAPH_NODE_TYPE_GRAPH 4
 #define CU_STREAM_CAPTURE_STATUS_NONE 0
 #define CU_STREAM_LEGACY ((CUstream)0x1)
 #define CU_STREAM_PER_THREAD ((CUstream)0x2)

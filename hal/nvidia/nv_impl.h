@@ -55,6 +55,10 @@ struct nv_api {
 	PFN_cuFuncGetName FuncGetName;			/* NULL before CUDA 12.3 */
 	PFN_cuThreadExchangeStreamCaptureMode ThreadExchangeStreamCaptureMode; /* 10.1+ */
 	PFN_cuStreamIsCapturing StreamIsCapturing, StreamIsCapturing_ptsz;	/* 10.0+ */
+	PFN_cuGraphGetNodes GraphGetNodes;					/* 10.0+ */
+	PFN_cuGraphNodeGetType GraphNodeGetType;				/* 10.0+ */
+	PFN_cuGraphKernelNodeGetParams GraphKernelNodeGetParams;		/* _v2: 12.0+ */
+	PFN_cuGraphChildGraphNodeGetGraph GraphChildGraphNodeGetGraph;		/* 10.0+ */
 	/* The clock calibration kernel (nv_launch.c): the real ones, never our wrappers. */
 	PFN_cuModuleLoadData ModuleLoadData;
 	PFN_cuModuleGetFunction ModuleGetFunction;

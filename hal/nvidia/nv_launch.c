@@ -9,8 +9,11 @@
  * into a stream being captured into a CUDA graph: that call runs nothing
  * (launchlate would pair it with a replay of the graph, whenever that
  * comes). Graph kernel nodes get their tables ready when the node is added
- * or changed, since a graph launch runs them without passing through us;
- * graph launches write no launch record.
+ * or changed, since a graph launch runs them without passing through us.
+ * A graph launch (cuGraphLaunch) queues one record per kernel node of the
+ * executable graph, all with the time of that call: the kernel nodes are
+ * read from the graph when it is instantiated (or updated), child graphs
+ * included, and kept per executable graph until it is destroyed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -104,19 +107,26 @@ static bool on_launch(const void *f, unsigned gx, unsigned gy, unsigned gz, unsi
 	return true;
 }
 
+/* Queues @n records (seq given here, in order). */
+static void push_launches(struct gx_launch_rec *rec, size_t n)
+{
+	pthread_mutex_lock(&g.llock);
+	for (size_t i = 0; i < n; i++) {
+		if (g.lcnt == NV_LAUNCH_BUF) {
+			nv_write_all(g.launches_fd, g.lbuf, sizeof(g.lbuf));
+			g.lcnt = 0;
+		}
+		rec[i].seq = atomic_fetch_add_explicit(&g.seq, 1, memory_order_relaxed);
+		g.lbuf[g.lcnt++] = rec[i];
+	}
+	pthread_mutex_unlock(&g.llock);
+}
+
 /* After the launch call: queue the record if the driver took the launch. */
 static CUresult launched(CUresult r, bool have, struct gx_launch_rec *rec)
 {
-	if (!have || r != CUDA_SUCCESS)
-		return r;
-	pthread_mutex_lock(&g.llock);
-	if (g.lcnt == NV_LAUNCH_BUF) {
-		nv_write_all(g.launches_fd, g.lbuf, sizeof(g.lbuf));
-		g.lcnt = 0;
-	}
-	rec->seq = atomic_fetch_add_explicit(&g.seq, 1, memory_order_relaxed);
-	g.lbuf[g.lcnt++] = *rec;
-	pthread_mutex_unlock(&g.llock);
+	if (have && r == CUDA_SUCCESS)
+		push_launches(rec, 1);
 	return r;
 }
 
@@ -248,6 +258,9 @@ EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsign
 			have, &rec);
 }
 
+static void exec_node_set(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS_v2 *p,
+			  bool v2);
+
 /* Graph kernel nodes: the function's maps must be in place before the graph runs. */
 static void graph_node(const CUDA_KERNEL_NODE_PARAMS_v2 *p, bool v2)
 {
@@ -295,17 +308,27 @@ EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode n, const CUDA_KERNEL_N
 EXPORT CUresult cuGraphExecKernelNodeSetParams(CUgraphExec e, CUgraphNode n,
 					       const CUDA_KERNEL_NODE_PARAMS_v2 *p)
 {
+	CUresult r;
+
 	REAL_OR_FAIL(cuGraphExecKernelNodeSetParams);
 	graph_node(p, false);
-	return real.cuGraphExecKernelNodeSetParams(e, n, p);
+	r = real.cuGraphExecKernelNodeSetParams(e, n, p);
+	if (r == CUDA_SUCCESS && p && nv_active())
+		exec_node_set(e, n, p, false);
+	return r;
 }
 
 EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode n,
 						  const CUDA_KERNEL_NODE_PARAMS_v2 *p)
 {
+	CUresult r;
+
 	REAL_OR_FAIL(cuGraphExecKernelNodeSetParams_v2);
 	graph_node(p, true);
-	return real.cuGraphExecKernelNodeSetParams_v2(e, n, p);
+	r = real.cuGraphExecKernelNodeSetParams_v2(e, n, p);
+	if (r == CUDA_SUCCESS && p && nv_active())
+		exec_node_set(e, n, p, true);
+	return r;
 }
 
 /* ------------------------------------------------------------------ */
@@ -542,4 +565,323 @@ void nv_clock_calibrate(struct nv_ctx *x)
 	x->clock = c;
 	atomic_store(&x->clock_state, 2);
 	clk_write(x, &c);
+}
+
+/* ------------------------------------------------------------------ */
+/* Graph launches                                                      */
+/* ------------------------------------------------------------------ */
+
+/* One kernel node of an executable graph: what its launch record says. */
+struct gnode {
+	const void *node;	/* the graph's node (cuGraphExecKernelNodeSetParams names it) */
+	uint64_t kernel_id;
+	uint32_t grid[3], block[3];
+};
+
+struct gexec {
+	const void *exec;
+	struct gnode *k;
+	size_t n;
+	struct gexec *next;
+};
+
+static pthread_mutex_t gexec_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct gexec *gexecs;
+
+/* @v2: @p is a CUDA_KERNEL_NODE_PARAMS_v2 (kern, ctx); else the shorter first version. */
+static uint64_t node_kernel_id(const CUDA_KERNEL_NODE_PARAMS_v2 *p, bool v2)
+{
+	const void *f = p->func ? (const void *)p->func : v2 ? (const void *)p->kern : NULL;
+	struct nv_handle *h = f ? nv_handle_find(f) : NULL;
+
+	if (!h && p->func)
+		h = learn(p->func);
+	return h ? h->id : 0;
+}
+
+static void gnode_set(struct gnode *k, const void *node, const CUDA_KERNEL_NODE_PARAMS_v2 *p,
+		      bool v2)
+{
+	k->node = node;
+	k->kernel_id = node_kernel_id(p, v2);
+	k->grid[0] = p->gridDimX;
+	k->grid[1] = p->gridDimY;
+	k->grid[2] = p->gridDimZ;
+	k->block[0] = p->blockDimX;
+	k->block[1] = p->blockDimY;
+	k->block[2] = p->blockDimZ;
+}
+
+/* Appends @gr's kernel nodes (and its child graphs', @depth deep) to @v; 0 or -errno. */
+static int read_graph(CUgraph gr, struct gnode **v, size_t *n, size_t *cap, int depth)
+{
+	CUgraphNode *nodes;
+	size_t cnt = 0;
+	int e = 0;
+
+	if (depth > 8 || g.cu.GraphGetNodes(gr, NULL, &cnt) != CUDA_SUCCESS)
+		return -EINVAL;
+	if (!cnt)
+		return 0;
+	nodes = calloc(cnt, sizeof(*nodes));
+	if (!nodes)
+		return -ENOMEM;
+	if (g.cu.GraphGetNodes(gr, nodes, &cnt) != CUDA_SUCCESS) {
+		free(nodes);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < cnt && !e; i++) {
+		CUDA_KERNEL_NODE_PARAMS_v2 p;
+		CUgraph child;
+		int type = -1;
+
+		if (g.cu.GraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS)
+			continue;
+		if (type == CU_GRAPH_NODE_TYPE_GRAPH && g.cu.GraphChildGraphNodeGetGraph &&
+		    g.cu.GraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS) {
+			e = read_graph(child, v, n, cap, depth + 1);
+			continue;
+		}
+		memset(&p, 0, sizeof(p));
+		if (type != CU_GRAPH_NODE_TYPE_KERNEL ||
+		    g.cu.GraphKernelNodeGetParams(nodes[i], &p) != CUDA_SUCCESS)
+			continue;
+		if (*n == *cap) {
+			size_t nc = *cap ? *cap * 2 : 8;
+			struct gnode *t = realloc(*v, nc * sizeof(*t));
+
+			if (!t) {
+				e = -ENOMEM;
+				break;
+			}
+			*v = t;
+			*cap = nc;
+		}
+		gnode_set(&(*v)[(*n)++], nodes[i], &p, true);
+	}
+	free(nodes);
+	return e;
+}
+
+/* @exec was instantiated from (or updated to) @gr: remember its kernel nodes. */
+static void learn_exec(CUgraphExec exec, CUgraph gr)
+{
+	struct gnode *k = NULL;
+	size_t n = 0, cap = 0;
+	struct gexec *x;
+	int e;
+
+	if (!nv_active() || !exec)
+		return;
+	if (!g.cu.GraphGetNodes || !g.cu.GraphNodeGetType || !g.cu.GraphKernelNodeGetParams) {
+		static _Atomic bool said;
+
+		if (!atomic_exchange(&said, true))
+			fprintf(stderr, PFX "this driver cannot list a graph's kernel nodes "
+				"(cuGraphKernelNodeGetParams_v2, CUDA 12.0): graph launches get no "
+				"launch records\n");
+		return;
+	}
+	e = read_graph(gr, &k, &n, &cap, 0);
+	if (e) {
+		fprintf(stderr, PFX "cannot list the kernel nodes of a CUDA graph (%s): its "
+			"launches get no launch records\n", strerror(-e));
+		free(k);
+		return;
+	}
+	pthread_mutex_lock(&gexec_lock);
+	for (x = gexecs; x && x->exec != exec; x = x->next)
+		;
+	if (!x && (x = calloc(1, sizeof(*x)))) {
+		x->exec = exec;
+		x->next = gexecs;
+		gexecs = x;
+	}
+	if (x) {
+		free(x->k);
+		x->k = k;
+		x->n = n;
+		k = NULL;
+	}
+	pthread_mutex_unlock(&gexec_lock);
+	free(k);
+}
+
+static void forget_exec(CUgraphExec exec)
+{
+	struct gexec **pp, *x = NULL;
+
+	pthread_mutex_lock(&gexec_lock);
+	for (pp = &gexecs; *pp; pp = &(*pp)->next) {
+		if ((*pp)->exec == exec) {
+			x = *pp;
+			*pp = x->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&gexec_lock);
+	if (x)
+		free(x->k);
+	free(x);
+}
+
+/* cuGraphExecKernelNodeSetParams: the node's new kernel and shape for @exec's records. */
+static void exec_node_set(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS_v2 *p,
+			  bool v2)
+{
+	pthread_mutex_lock(&gexec_lock);
+	for (struct gexec *x = gexecs; x; x = x->next) {
+		if (x->exec != exec)
+			continue;
+		for (size_t i = 0; i < x->n; i++)
+			if (x->k[i].node == node)
+				gnode_set(&x->k[i], node, p, v2);
+	}
+	pthread_mutex_unlock(&gexec_lock);
+}
+
+/* A graph launch the driver took: one record per kernel node, with the call's time. */
+static CUresult graph_launched(CUresult r, CUgraphExec exec, uint64_t host_ns, bool have)
+{
+	struct nv_ctx *c = nv_current_ctx();
+	struct gx_launch_rec *rec = NULL;
+	size_t n = 0;
+
+	if (r != CUDA_SUCCESS || !have)
+		return r;
+	pthread_mutex_lock(&gexec_lock);
+	for (struct gexec *x = gexecs; x; x = x->next) {
+		if (x->exec != exec || !x->n)
+			continue;
+		rec = calloc(x->n, sizeof(*rec));
+		for (size_t i = 0; rec && i < x->n; i++) {
+			rec[i].host_ns = host_ns;
+			rec[i].kernel_id = x->k[i].kernel_id;
+			memcpy(rec[i].grid, x->k[i].grid, sizeof(rec[i].grid));
+			memcpy(rec[i].block, x->k[i].block, sizeof(rec[i].block));
+			rec[i].pid = g.pid;
+			rec[i].gpu = c && c->ordinal >= 0 ? (uint32_t)c->ordinal : NV_NO_GPU;
+		}
+		n = rec ? x->n : 0;
+		break;
+	}
+	pthread_mutex_unlock(&gexec_lock);
+	if (n)
+		push_launches(rec, n);
+	free(rec);
+	return r;
+}
+
+EXPORT CUresult cuGraphInstantiate(CUgraphExec *e, CUgraph gr, CUgraphNode *errn, char *log,
+				   size_t len)
+{
+	CUresult r;
+
+	REAL_OR_FAIL(cuGraphInstantiate);
+	r = real.cuGraphInstantiate(e, gr, errn, log, len);
+	if (r == CUDA_SUCCESS && e)
+		learn_exec(*e, gr);
+	return r;
+}
+
+EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *e, CUgraph gr, CUgraphNode *errn, char *log,
+				      size_t len)
+{
+	CUresult r;
+
+	REAL_OR_FAIL(cuGraphInstantiate_v2);
+	r = real.cuGraphInstantiate_v2(e, gr, errn, log, len);
+	if (r == CUDA_SUCCESS && e)
+		learn_exec(*e, gr);
+	return r;
+}
+
+EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph gr, unsigned long long fl)
+{
+	CUresult r;
+
+	REAL_OR_FAIL(cuGraphInstantiateWithFlags);
+	r = real.cuGraphInstantiateWithFlags(e, gr, fl);
+	if (r == CUDA_SUCCESS && e)
+		learn_exec(*e, gr);
+	return r;
+}
+
+EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *e, CUgraph gr, void *params)
+{
+	CUresult r;
+
+	REAL_OR_FAIL(cuGraphInstantiateWithParams);
+	r = real.cuGraphInstantiateWithParams(e, gr, params);
+	if (r == CUDA_SUCCESS && e)
+		learn_exec(*e, gr);
+	return r;
+}
+
+EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *e, CUgraph gr, void *params)
+{
+	CUresult r;
+
+	REAL_OR_FAIL(cuGraphInstantiateWithParams_ptsz);
+	r = real.cuGraphInstantiateWithParams_ptsz(e, gr, params);
+	if (r == CUDA_SUCCESS && e)
+		learn_exec(*e, gr);
+	return r;
+}
+
+EXPORT CUresult cuGraphExecUpdate(CUgraphExec e, CUgraph gr, CUgraphNode *errn, int *res)
+{
+	CUresult r;
+
+	REAL_OR_FAIL(cuGraphExecUpdate);
+	r = real.cuGraphExecUpdate(e, gr, errn, res);
+	if (r == CUDA_SUCCESS)
+		learn_exec(e, gr);
+	return r;
+}
+
+EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec e, CUgraph gr, void *info)
+{
+	CUresult r;
+
+	REAL_OR_FAIL(cuGraphExecUpdate_v2);
+	r = real.cuGraphExecUpdate_v2(e, gr, info);
+	if (r == CUDA_SUCCESS)
+		learn_exec(e, gr);
+	return r;
+}
+
+EXPORT CUresult cuGraphExecDestroy(CUgraphExec e)
+{
+	REAL_OR_FAIL(cuGraphExecDestroy);
+	forget_exec(e);
+	return real.cuGraphExecDestroy(e);
+}
+
+EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s)
+{
+	bool have;
+	uint64_t t;
+
+	REAL_OR_FAIL(cuGraphLaunch);
+	if (!nv_active())
+		return real.cuGraphLaunch(e, s);
+	atomic_store_explicit(&g.maps.dirty, true, memory_order_relaxed);
+	have = !captured(s, false);	/* a graph launched into a capture runs nothing yet */
+	t = nv_now_ns();
+	return graph_launched(real.cuGraphLaunch(e, s), e, t, have);
+}
+
+EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s)
+{
+	bool have;
+	uint64_t t;
+
+	REAL_OR_FAIL(cuGraphLaunch_ptsz);
+	if (!nv_active())
+		return real.cuGraphLaunch_ptsz(e, s);
+	atomic_store_explicit(&g.maps.dirty, true, memory_order_relaxed);
+	have = !captured(s, true);
+	t = nv_now_ns();
+	return graph_launched(real.cuGraphLaunch_ptsz(e, s), e, t, have);
 }

@@ -72,6 +72,16 @@
 	X(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture, 10010, 1)          \
 	X(cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph, 12030, 0)    \
 	X(cuStreamBeginCaptureToGraph_ptsz, cuStreamBeginCaptureToGraph, 12030, 1) \
+	X(cuGraphInstantiate, cuGraphInstantiate, 10000, 0)                      \
+	X(cuGraphInstantiate_v2, cuGraphInstantiate, 11000, 0)                   \
+	X(cuGraphInstantiateWithFlags, cuGraphInstantiate, 12000, 0)             \
+	X(cuGraphInstantiateWithParams, cuGraphInstantiateWithParams, 12000, 0)  \
+	X(cuGraphInstantiateWithParams_ptsz, cuGraphInstantiateWithParams, 12000, 1) \
+	X(cuGraphLaunch, cuGraphLaunch, 10000, 0)                                \
+	X(cuGraphLaunch_ptsz, cuGraphLaunch, 10000, 1)                           \
+	X(cuGraphExecUpdate, cuGraphExecUpdate, 10020, 0)                        \
+	X(cuGraphExecUpdate_v2, cuGraphExecUpdate, 12000, 0)                     \
+	X(cuGraphExecDestroy, cuGraphExecDestroy, 10000, 0)                      \
 	X(cuGetProcAddress, cuGetProcAddress, 11030, 0)                          \
 	X(cuGetProcAddress_v2, cuGetProcAddress, 12000, 0)                      \
 	X(cuCtxSynchronize, cuCtxSynchronize, 2000, 0)                           \
@@ -115,6 +125,14 @@ struct nv_real {
 	PFN_cuStreamBeginCapture_v2 cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz;
 	PFN_cuStreamBeginCaptureToGraph cuStreamBeginCaptureToGraph,
 		cuStreamBeginCaptureToGraph_ptsz;
+	PFN_cuGraphInstantiate cuGraphInstantiate, cuGraphInstantiate_v2;
+	PFN_cuGraphInstantiateWithFlags cuGraphInstantiateWithFlags;
+	PFN_cuGraphInstantiateWithParams cuGraphInstantiateWithParams,
+		cuGraphInstantiateWithParams_ptsz;
+	PFN_cuGraphLaunch cuGraphLaunch, cuGraphLaunch_ptsz;
+	PFN_cuGraphExecUpdate cuGraphExecUpdate;
+	PFN_cuGraphExecUpdate_v2 cuGraphExecUpdate_v2;
+	PFN_cuGraphExecDestroy cuGraphExecDestroy;
 	PFN_cuGetProcAddress cuGetProcAddress;
 	PFN_cuGetProcAddress_v2 cuGetProcAddress_v2;
 	PFN_cuCtxSynchronize cuCtxSynchronize;

@@ -319,7 +319,26 @@ int main(int argc, char **argv)
 	/* A graph node of a library kernel never launched directly: its tables must be ready. */
 	CK(lgk(&k3, lib3, "lib_graph"));
 	gp.kern = k3;
+	gp.gridDimX = gp.gridDimY = gp.gridDimZ = 1;
+	gp.gridDimX = 7;
+	gp.blockDimX = 64;
+	gp.blockDimY = gp.blockDimZ = 1;
 	CK(cuGraphAddKernelNode_v2(&node, NULL, NULL, 0, &gp));
+	/* The graph instantiated and launched twice, as the runtime does: two launch records. */
+	{
+		CUresult (*inst)(CUgraphExec *, CUgraph, unsigned long long) = NULL;
+		CUresult (*glaunch)(CUgraphExec, CUstream) = NULL;
+		CUresult (*gdestroy)(CUgraphExec) = NULL;
+		CUgraphExec ge;
+
+		CK(gpa("cuGraphInstantiate", (void **)&inst, 12000, 0, NULL));
+		CK(gpa("cuGraphLaunch", (void **)&glaunch, 12000, 0, NULL));
+		CK(gpa("cuGraphExecDestroy", (void **)&gdestroy, 12000, 0, NULL));
+		CK(inst(&ge, NULL, 0));
+		CK(glaunch(ge, NULL));
+		CK(glaunch(ge, NULL));
+		CK(gdestroy(ge));
+	}
 
 	/* glibc resolves RTLD_NEXT from the caller's address: ours must stay the caller. */
 	printf("rtld_next %s\n", dlsym(RTLD_NEXT, "dlsym") == dlsym(RTLD_DEFAULT, "dlsym") ?

@@ -256,13 +256,13 @@ traced ll_multistream launchlate --interval 0 --out "$logs/ll_ms.csv" -- "$apps/
   check launchlate ll_multistream "$logs/ll_multistream.log" "$logs/ll_ms.csv" 10000000
 traced ll_vecadd launchlate --interval 0 --out "$logs/ll_vecadd.csv" -- "$apps/vecadd" 1048576 &&
   check launchlate ll_vecadd "$logs/ll_vecadd.log" "$logs/ll_vecadd.csv" 10000000
-# graph: its two launches are captured, not run (no launch record), and its 2 x 10 replays
-# have none either (cuGraphLaunch): every start is unpaired, and said so, none paired wrongly
+# graph: its two launches are captured, not run (no launch record); each of its 10 replays
+# (cuGraphLaunch) records both kernel nodes: 20 launches, 20 starts, all paired, none with
+# a capture-time record
 traced ll_graph launchlate --interval 0 --out "$logs/ll_graph.csv" -- "$apps/graph" 10 &&
-  said ll_graph_unpaired "$logs/ll_graph.log" "launchlate: 0 launches, 20 first-block starts, 0 paired" \
-    "no captured launch pairs with a graph replay" &&
-  said ll_graph_said "$logs/ll_graph.log" "20 first-block starts have no launch to pair with" \
-    "the graph's starts are unpaired"
+  check launchlate ll_graph "$logs/ll_graph.log" "$logs/ll_graph.csv" 10000000 &&
+  said ll_graph_paired "$logs/ll_graph.log" "launchlate: 20 launches, 20 first-block starts, 20 paired" \
+    "every graph replay's kernel nodes recorded and paired"
 
 say "smload: blocks per SM sum to the blocks launched"
 traced sm_gemm smload --interval 0 --out "$logs/sm_gemm.csv" -- "$apps/gemm" 512 &&

@@ -622,8 +622,8 @@ static void show_launchlate(struct tracer *t, FILE *f, bool final, FILE *out)
 	if (neg)
 		fprintf(f, "  %" PRIu64 " pairs had the start before the launch: %%globaltimer and CLOCK_REALTIME differ here\n", neg);
 	if (final && pairs >= 0 && t->recs.n > (size_t)pairs)
-		fprintf(f, "  %zu first-block starts have no launch to pair with (e.g. kernels a CUDA graph runs: "
-			"cuGraphLaunch writes no host launch record)\n", t->recs.n - (size_t)pairs);
+		fprintf(f, "  %zu first-block starts have no launch to pair with (launch records lost, or a CUDA "
+			"graph whose kernel nodes the driver could not list)\n", t->recs.n - (size_t)pairs);
 	if (final) {
 		for (size_t i = 0; i < nclk; i++)
 			fprintf(f, "  clock: pid %u GPU %u: %%globaltimer - CLOCK_REALTIME = %s%s +- %s (latencies corrected by it, so exact to +- that)\n",

@@ -12,8 +12,9 @@
  * from CLOCK_REALTIME, so the preload library measures the offset per GPU
  * (DIR/clock-<pid>-<gpu>.txt, hal/nvidia/README.md) and the tool subtracts it.
  * A launch the driver refuses, or one captured into a CUDA graph (it runs
- * nothing then), gets no host record; kernels a graph runs (cuGraphLaunch)
- * have none either, so their starts stay unpaired and the tool says how many.
+ * nothing then), gets no host record; a graph launch (cuGraphLaunch) gets one
+ * per kernel node, at the time of that call, so a node's latency includes the
+ * nodes before it in the graph. Starts with no launch are counted and said.
  */
 #include "probes.h"
 
