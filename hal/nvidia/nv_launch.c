@@ -573,27 +573,25 @@ void nv_clock_calibrate(struct nv_ctx *x)
 
 /* One kernel node of an executable graph: what its launch record says. */
 struct gnode {
-	const void *node;	/* the graph's node (cuGraphExecKernelNodeSetParams names it) */
+	const void *node;	/* the instantiated graph's node (cuGraphExecKernelNodeSetParams names it) */
 	uint64_t kernel_id;
 	uint32_t grid[3], block[3];
 };
 
-struct gexec {
+struct nv_gexec {
 	const void *exec;
 	struct gnode *k;
 	size_t n;
-	struct gexec *next;
+	struct nv_gexec *next;
 };
-
-static pthread_mutex_t gexec_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct gexec *gexecs;
 
 /* @v2: @p is a CUDA_KERNEL_NODE_PARAMS_v2 (kern, ctx); else the shorter first version. */
 static uint64_t node_kernel_id(const CUDA_KERNEL_NODE_PARAMS_v2 *p, bool v2)
 {
-	const void *f = p->func ? (const void *)p->func : v2 ? (const void *)p->kern : NULL;
-	struct nv_handle *h = f ? nv_handle_find(f) : NULL;
+	struct nv_handle *h = p->func ? nv_handle_find(p->func) : NULL;
 
+	if (!h && v2 && p->kern)
+		h = nv_handle_find(p->kern);
 	if (!h && p->func)
 		h = learn(p->func);
 	return h ? h->id : 0;
@@ -663,20 +661,57 @@ static int read_graph(CUgraph gr, struct gnode **v, size_t *n, size_t *cap, int 
 	return e;
 }
 
-/* @exec was instantiated from (or updated to) @gr: remember its kernel nodes. */
-static void learn_exec(CUgraphExec exec, CUgraph gr)
+/* Unlinks @exec's entry; the caller frees it. Caller holds gexec_lock. */
+static struct nv_gexec *unlink_exec(const void *exec)
 {
+	for (struct nv_gexec **pp = &g.gexecs; *pp; pp = &(*pp)->next) {
+		if ((*pp)->exec == exec) {
+			struct nv_gexec *x = *pp;
+
+			*pp = x->next;
+			return x;
+		}
+	}
+	return NULL;
+}
+
+static void free_exec(struct nv_gexec *x)
+{
+	if (x)
+		free(x->k);
+	free(x);
+}
+
+static void forget_exec(CUgraphExec exec)
+{
+	struct nv_gexec *x;
+
+	if (!nv_active())
+		return;
+	pthread_mutex_lock(&g.gexec_lock);
+	x = unlink_exec(exec);
+	pthread_mutex_unlock(&g.gexec_lock);
+	free_exec(x);
+}
+
+/*
+ * @exec was instantiated from @gr (@update: updated to it, cuGraphExecUpdate):
+ * remember its kernel nodes. After an update, cuGraphExecKernelNodeSetParams
+ * still names the nodes of the graph first instantiated, so those keys stay
+ * (an update needs a graph of the same shape: its nodes come in the same order).
+ */
+static void learn_exec(CUgraphExec exec, CUgraph gr, bool update)
+{
+	static _Atomic bool said_api, said_list;
+	struct nv_gexec *x, *old;
 	struct gnode *k = NULL;
 	size_t n = 0, cap = 0;
-	struct gexec *x;
 	int e;
 
 	if (!nv_active() || !exec)
 		return;
 	if (!g.cu.GraphGetNodes || !g.cu.GraphNodeGetType || !g.cu.GraphKernelNodeGetParams) {
-		static _Atomic bool said;
-
-		if (!atomic_exchange(&said, true))
+		if (!atomic_exchange(&said_api, true))
 			fprintf(stderr, PFX "this driver cannot list a graph's kernel nodes "
 				"(cuGraphKernelNodeGetParams_v2, CUDA 12.0): graph launches get no "
 				"launch records\n");
@@ -684,60 +719,49 @@ static void learn_exec(CUgraphExec exec, CUgraph gr)
 	}
 	e = read_graph(gr, &k, &n, &cap, 0);
 	if (e) {
-		fprintf(stderr, PFX "cannot list the kernel nodes of a CUDA graph (%s): its "
-			"launches get no launch records\n", strerror(-e));
+		if (!atomic_exchange(&said_list, true))
+			fprintf(stderr, PFX "cannot list the kernel nodes of a CUDA graph (%s): its "
+				"launches get no launch records\n", strerror(-e));
 		free(k);
+		forget_exec(exec);	/* no stale records either */
 		return;
 	}
-	pthread_mutex_lock(&gexec_lock);
-	for (x = gexecs; x && x->exec != exec; x = x->next)
-		;
-	if (!x && (x = calloc(1, sizeof(*x)))) {
-		x->exec = exec;
-		x->next = gexecs;
-		gexecs = x;
+	x = calloc(1, sizeof(*x));
+	if (!x) {
+		free(k);
+		forget_exec(exec);
+		return;
 	}
-	if (x) {
-		free(x->k);
-		x->k = k;
-		x->n = n;
-		k = NULL;
-	}
-	pthread_mutex_unlock(&gexec_lock);
-	free(k);
-}
-
-static void forget_exec(CUgraphExec exec)
-{
-	struct gexec **pp, *x = NULL;
-
-	pthread_mutex_lock(&gexec_lock);
-	for (pp = &gexecs; *pp; pp = &(*pp)->next) {
-		if ((*pp)->exec == exec) {
-			x = *pp;
-			*pp = x->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&gexec_lock);
-	if (x)
-		free(x->k);
-	free(x);
+	x->exec = exec;
+	x->k = k;
+	x->n = n;
+	pthread_mutex_lock(&g.gexec_lock);
+	old = unlink_exec(exec);
+	if (old && update && old->n == n)
+		for (size_t i = 0; i < n; i++)
+			x->k[i].node = old->k[i].node;
+	x->next = g.gexecs;
+	g.gexecs = x;
+	pthread_mutex_unlock(&g.gexec_lock);
+	free_exec(old);
 }
 
 /* cuGraphExecKernelNodeSetParams: the node's new kernel and shape for @exec's records. */
 static void exec_node_set(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS_v2 *p,
 			  bool v2)
 {
-	pthread_mutex_lock(&gexec_lock);
-	for (struct gexec *x = gexecs; x; x = x->next) {
+	struct gnode k;
+
+	gnode_set(&k, node, p, v2);	/* the driver calls (learn) outside the lock */
+	pthread_mutex_lock(&g.gexec_lock);
+	for (struct nv_gexec *x = g.gexecs; x; x = x->next) {
 		if (x->exec != exec)
 			continue;
 		for (size_t i = 0; i < x->n; i++)
 			if (x->k[i].node == node)
-				gnode_set(&x->k[i], node, p, v2);
+				x->k[i] = k;
 	}
-	pthread_mutex_unlock(&gexec_lock);
+	pthread_mutex_unlock(&g.gexec_lock);
 }
 
 /* A graph launch the driver took: one record per kernel node, with the call's time. */
@@ -749,8 +773,8 @@ static CUresult graph_launched(CUresult r, CUgraphExec exec, uint64_t host_ns, b
 
 	if (r != CUDA_SUCCESS || !have)
 		return r;
-	pthread_mutex_lock(&gexec_lock);
-	for (struct gexec *x = gexecs; x; x = x->next) {
+	pthread_mutex_lock(&g.gexec_lock);
+	for (struct nv_gexec *x = g.gexecs; x; x = x->next) {
 		if (x->exec != exec || !x->n)
 			continue;
 		rec = calloc(x->n, sizeof(*rec));
@@ -765,11 +789,20 @@ static CUresult graph_launched(CUresult r, CUgraphExec exec, uint64_t host_ns, b
 		n = rec ? x->n : 0;
 		break;
 	}
-	pthread_mutex_unlock(&gexec_lock);
+	pthread_mutex_unlock(&g.gexec_lock);
 	if (n)
 		push_launches(rec, n);
 	free(rec);
 	return r;
+}
+
+/* Before a graph launch: what a kernel launch does (maps mirrored, exit hooks ahead of the runtime's). */
+static bool graph_launch_begin(CUstream s, bool ptsz)
+{
+	atomic_store_explicit(&g.maps.dirty, true, memory_order_relaxed);
+	if (atomic_load_explicit(&g.seq, memory_order_relaxed) < 2)
+		nv_exit_rearm();
+	return !captured(s, ptsz);	/* a graph launched into a capture runs nothing yet */
 }
 
 EXPORT CUresult cuGraphInstantiate(CUgraphExec *e, CUgraph gr, CUgraphNode *errn, char *log,
@@ -780,7 +813,7 @@ EXPORT CUresult cuGraphInstantiate(CUgraphExec *e, CUgraph gr, CUgraphNode *errn
 	REAL_OR_FAIL(cuGraphInstantiate);
 	r = real.cuGraphInstantiate(e, gr, errn, log, len);
 	if (r == CUDA_SUCCESS && e)
-		learn_exec(*e, gr);
+		learn_exec(*e, gr, false);
 	return r;
 }
 
@@ -792,7 +825,7 @@ EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *e, CUgraph gr, CUgraphNode *e
 	REAL_OR_FAIL(cuGraphInstantiate_v2);
 	r = real.cuGraphInstantiate_v2(e, gr, errn, log, len);
 	if (r == CUDA_SUCCESS && e)
-		learn_exec(*e, gr);
+		learn_exec(*e, gr, false);
 	return r;
 }
 
@@ -803,7 +836,7 @@ EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph gr, unsigned
 	REAL_OR_FAIL(cuGraphInstantiateWithFlags);
 	r = real.cuGraphInstantiateWithFlags(e, gr, fl);
 	if (r == CUDA_SUCCESS && e)
-		learn_exec(*e, gr);
+		learn_exec(*e, gr, false);
 	return r;
 }
 
@@ -814,7 +847,7 @@ EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *e, CUgraph gr, void *p
 	REAL_OR_FAIL(cuGraphInstantiateWithParams);
 	r = real.cuGraphInstantiateWithParams(e, gr, params);
 	if (r == CUDA_SUCCESS && e)
-		learn_exec(*e, gr);
+		learn_exec(*e, gr, false);
 	return r;
 }
 
@@ -825,7 +858,7 @@ EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *e, CUgraph gr, vo
 	REAL_OR_FAIL(cuGraphInstantiateWithParams_ptsz);
 	r = real.cuGraphInstantiateWithParams_ptsz(e, gr, params);
 	if (r == CUDA_SUCCESS && e)
-		learn_exec(*e, gr);
+		learn_exec(*e, gr, false);
 	return r;
 }
 
@@ -836,7 +869,7 @@ EXPORT CUresult cuGraphExecUpdate(CUgraphExec e, CUgraph gr, CUgraphNode *errn, 
 	REAL_OR_FAIL(cuGraphExecUpdate);
 	r = real.cuGraphExecUpdate(e, gr, errn, res);
 	if (r == CUDA_SUCCESS)
-		learn_exec(e, gr);
+		learn_exec(e, gr, true);
 	return r;
 }
 
@@ -847,7 +880,7 @@ EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec e, CUgraph gr, void *info)
 	REAL_OR_FAIL(cuGraphExecUpdate_v2);
 	r = real.cuGraphExecUpdate_v2(e, gr, info);
 	if (r == CUDA_SUCCESS)
-		learn_exec(e, gr);
+		learn_exec(e, gr, true);
 	return r;
 }
 
@@ -866,8 +899,7 @@ EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s)
 	REAL_OR_FAIL(cuGraphLaunch);
 	if (!nv_active())
 		return real.cuGraphLaunch(e, s);
-	atomic_store_explicit(&g.maps.dirty, true, memory_order_relaxed);
-	have = !captured(s, false);	/* a graph launched into a capture runs nothing yet */
+	have = graph_launch_begin(s, false);
 	t = nv_now_ns();
 	return graph_launched(real.cuGraphLaunch(e, s), e, t, have);
 }
@@ -880,8 +912,7 @@ EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s)
 	REAL_OR_FAIL(cuGraphLaunch_ptsz);
 	if (!nv_active())
 		return real.cuGraphLaunch_ptsz(e, s);
-	atomic_store_explicit(&g.maps.dirty, true, memory_order_relaxed);
-	have = !captured(s, true);
+	have = graph_launch_begin(s, true);
 	t = nv_now_ns();
 	return graph_launched(real.cuGraphLaunch_ptsz(e, s), e, t, have);
 }

@@ -75,6 +75,7 @@
 	X(cuGraphInstantiate, cuGraphInstantiate, 10000, 0)                      \
 	X(cuGraphInstantiate_v2, cuGraphInstantiate, 11000, 0)                   \
 	X(cuGraphInstantiateWithFlags, cuGraphInstantiate, 12000, 0)             \
+	X(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags, 11040, 0)    \
 	X(cuGraphInstantiateWithParams, cuGraphInstantiateWithParams, 12000, 0)  \
 	X(cuGraphInstantiateWithParams_ptsz, cuGraphInstantiateWithParams, 12000, 1) \
 	X(cuGraphLaunch, cuGraphLaunch, 10000, 0)                                \
@@ -214,6 +215,8 @@ struct nv_state {
 	size_t lcnt;
 	_Atomic uint64_t seq;
 	_Atomic bool captured;		/* the app began a stream capture: launches may be captured */
+	pthread_mutex_t gexec_lock;	/* executable graphs' kernel nodes (nv_launch.c) */
+	struct nv_gexec *gexecs;
 	_Atomic bool cache_warned;
 	_Atomic unsigned splice_hits, splices;	/* modules from the splice cache / spliced now */
 	_Atomic bool exited;		/* nv_exit ran (it may be registered several times) */

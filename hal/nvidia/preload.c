@@ -48,6 +48,7 @@ struct nv_state g = {
 	.launches_fd = -1,
 	.hlock = PTHREAD_RWLOCK_INITIALIZER,
 	.llock = PTHREAD_MUTEX_INITIALIZER,
+	.gexec_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
 static void nv_init(void);
