@@ -329,13 +329,22 @@ int main(int argc, char **argv)
 		CUresult (*inst)(CUgraphExec *, CUgraph, unsigned long long) = NULL;
 		CUresult (*glaunch)(CUgraphExec, CUstream) = NULL;
 		CUresult (*gdestroy)(CUgraphExec) = NULL;
+		CUresult (*gupdate)(CUgraphExec, CUgraph, void *) = NULL;
+		CUresult (*gset)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS_v2 *) = NULL;
 		CUgraphExec ge;
 
 		CK(gpa("cuGraphInstantiate", (void **)&inst, 12000, 0, NULL));
 		CK(gpa("cuGraphLaunch", (void **)&glaunch, 12000, 0, NULL));
 		CK(gpa("cuGraphExecDestroy", (void **)&gdestroy, 12000, 0, NULL));
+		CK(gpa("cuGraphExecUpdate", (void **)&gupdate, 12000, 0, NULL));
+		CK(gpa("cuGraphExecKernelNodeSetParams", (void **)&gset, 12000, 0, NULL));
 		CK(inst(&ge, NULL, 0));
 		CK(glaunch(ge, NULL));
+		CK(glaunch(ge, NULL));
+		/* an update, then the first graph's node given a new grid: the records follow it */
+		CK(gupdate(ge, NULL, NULL));
+		gp.gridDimX = 11;
+		CK(gset(ge, node, &gp));
 		CK(glaunch(ge, NULL));
 		CK(gdestroy(ge));
 	}

@@ -782,7 +782,21 @@ EXPORT CUresult cuStreamIsCapturing(CUstream s, int *status)
 static struct {
 	CUDA_KERNEL_NODE_PARAMS_v2 node[4];
 	size_t n;
+	unsigned gen;	/* cuGraphExecUpdate calls: the graph's node handles change with it */
 } fgraph;
+
+/* Node i's handle in the graph of generation @gen, and back. */
+static CUgraphNode node_handle(size_t i, unsigned gen)
+{
+	return (CUgraphNode)(uintptr_t)(0x1000u * (gen + 1) + i + 1);
+}
+
+static CUDA_KERNEL_NODE_PARAMS_v2 *node_of(CUgraphNode h)
+{
+	size_t i = ((uintptr_t)h & 0xfff) - 1;
+
+	return i < fgraph.n ? &fgraph.node[i] : NULL;
+}
 
 static const char *node_name(const CUDA_KERNEL_NODE_PARAMS_v2 *p)
 {
@@ -799,7 +813,7 @@ EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *n, CUgraph g, const CUgraph
 		return CUDA_ERROR_INVALID_VALUE;
 	logf_("graph_add %s", node_name(p));
 	fgraph.node[fgraph.n] = *p;
-	*n = (CUgraphNode)&fgraph.node[fgraph.n++];
+	*n = node_handle(fgraph.n++, 0);
 	return 0;
 }
 
@@ -808,7 +822,7 @@ EXPORT CUresult cuGraphGetNodes(CUgraph g, CUgraphNode *nodes, size_t *n)
 	(void)g;
 	if (nodes)
 		for (size_t i = 0; i < fgraph.n && i < *n; i++)
-			nodes[i] = (CUgraphNode)&fgraph.node[i];
+			nodes[i] = node_handle(i, fgraph.gen);
 	*n = fgraph.n;
 	return 0;
 }
@@ -822,7 +836,31 @@ EXPORT CUresult cuGraphNodeGetType(CUgraphNode node, int *type)
 
 EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS_v2 *p)
 {
-	*p = *(const CUDA_KERNEL_NODE_PARAMS_v2 *)node;
+	const CUDA_KERNEL_NODE_PARAMS_v2 *k = node_of(node);
+
+	if (!k)
+		return CUDA_ERROR_INVALID_VALUE;
+	*p = *k;
+	return 0;
+}
+
+/* An update to "another" graph of the same shape: new node handles from now on. */
+EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, void *info)
+{
+	(void)e, (void)g, (void)info;
+	fgraph.gen++;
+	logf_("graph_update");
+	return 0;
+}
+
+/* Named by the node of the graph first instantiated (generation 0), as the API says. */
+EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode n,
+						  const CUDA_KERNEL_NODE_PARAMS_v2 *p)
+{
+	(void)e;
+	if (((uintptr_t)n >> 12) != 1 || !node_of(n))
+		return CUDA_ERROR_INVALID_VALUE;
+	logf_("graph_exec_set %u", p->gridDimX);
 	return 0;
 }
 
@@ -877,6 +915,8 @@ static const struct {
 	{ "cuGraphInstantiate", (void *)cuGraphInstantiateWithFlags, NULL },
 	{ "cuGraphLaunch", (void *)cuGraphLaunch, NULL },
 	{ "cuGraphExecDestroy", (void *)cuGraphExecDestroy, NULL },
+	{ "cuGraphExecUpdate", (void *)cuGraphExecUpdate_v2, NULL },
+	{ "cuGraphExecKernelNodeSetParams", (void *)cuGraphExecKernelNodeSetParams_v2, NULL },
 };
 
 EXPORT CUresult cuGetProcAddress_v2(const char *name, void **pfn, int ver, cuuint64_t flags,
