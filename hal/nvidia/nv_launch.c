@@ -805,83 +805,63 @@ static bool graph_launch_begin(CUstream s, bool ptsz)
 	return !captured(s, ptsz);	/* a graph launched into a capture runs nothing yet */
 }
 
-EXPORT CUresult cuGraphInstantiate(CUgraphExec *e, CUgraph gr, CUgraphNode *errn, char *log,
-				   size_t len)
+/* After an instantiation of @gr (updated(): cuGraphExecUpdate to it): the exec's kernel nodes. */
+static CUresult instantiated(CUresult r, CUgraphExec *e, CUgraph gr)
 {
-	CUresult r;
-
-	REAL_OR_FAIL(cuGraphInstantiate);
-	r = real.cuGraphInstantiate(e, gr, errn, log, len);
 	if (r == CUDA_SUCCESS && e)
 		learn_exec(*e, gr, false);
 	return r;
+}
+
+static CUresult updated(CUresult r, CUgraphExec e, CUgraph gr)
+{
+	if (r == CUDA_SUCCESS)
+		learn_exec(e, gr, true);
+	return r;
+}
+
+EXPORT CUresult cuGraphInstantiate(CUgraphExec *e, CUgraph gr, CUgraphNode *errn, char *log,
+				   size_t len)
+{
+	REAL_OR_FAIL(cuGraphInstantiate);
+	return instantiated(real.cuGraphInstantiate(e, gr, errn, log, len), e, gr);
 }
 
 EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *e, CUgraph gr, CUgraphNode *errn, char *log,
 				      size_t len)
 {
-	CUresult r;
-
 	REAL_OR_FAIL(cuGraphInstantiate_v2);
-	r = real.cuGraphInstantiate_v2(e, gr, errn, log, len);
-	if (r == CUDA_SUCCESS && e)
-		learn_exec(*e, gr, false);
-	return r;
+	return instantiated(real.cuGraphInstantiate_v2(e, gr, errn, log, len), e, gr);
 }
 
 EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph gr, unsigned long long fl)
 {
-	CUresult r;
-
 	REAL_OR_FAIL(cuGraphInstantiateWithFlags);
-	r = real.cuGraphInstantiateWithFlags(e, gr, fl);
-	if (r == CUDA_SUCCESS && e)
-		learn_exec(*e, gr, false);
-	return r;
+	return instantiated(real.cuGraphInstantiateWithFlags(e, gr, fl), e, gr);
 }
 
 EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *e, CUgraph gr, void *params)
 {
-	CUresult r;
-
 	REAL_OR_FAIL(cuGraphInstantiateWithParams);
-	r = real.cuGraphInstantiateWithParams(e, gr, params);
-	if (r == CUDA_SUCCESS && e)
-		learn_exec(*e, gr, false);
-	return r;
+	return instantiated(real.cuGraphInstantiateWithParams(e, gr, params), e, gr);
 }
 
 EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *e, CUgraph gr, void *params)
 {
-	CUresult r;
-
 	REAL_OR_FAIL(cuGraphInstantiateWithParams_ptsz);
-	r = real.cuGraphInstantiateWithParams_ptsz(e, gr, params);
-	if (r == CUDA_SUCCESS && e)
-		learn_exec(*e, gr, false);
-	return r;
+	return instantiated(real.cuGraphInstantiateWithParams_ptsz(e, gr, params), e, gr);
 }
 
 EXPORT CUresult cuGraphExecUpdate(CUgraphExec e, CUgraph gr, CUgraphNode *errn, int *res)
 {
-	CUresult r;
-
 	REAL_OR_FAIL(cuGraphExecUpdate);
-	r = real.cuGraphExecUpdate(e, gr, errn, res);
-	if (r == CUDA_SUCCESS)
-		learn_exec(e, gr, true);
-	return r;
+	return updated(real.cuGraphExecUpdate(e, gr, errn, res), e, gr);
 }
 
 EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec e, CUgraph gr, void *info)
 {
-	CUresult r;
-
 	REAL_OR_FAIL(cuGraphExecUpdate_v2);
-	r = real.cuGraphExecUpdate_v2(e, gr, info);
-	if (r == CUDA_SUCCESS)
-		learn_exec(e, gr, true);
-	return r;
+	return updated(real.cuGraphExecUpdate_v2(e, gr, info), e, gr);
 }
 
 EXPORT CUresult cuGraphExecDestroy(CUgraphExec e)
@@ -891,28 +871,27 @@ EXPORT CUresult cuGraphExecDestroy(CUgraphExec e)
 	return real.cuGraphExecDestroy(e);
 }
 
-EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s)
+/* A graph launch through @fn (the plain or the per-thread-stream entry point). */
+static CUresult graph_launch(PFN_cuGraphLaunch fn, CUgraphExec e, CUstream s, bool ptsz)
 {
 	bool have;
 	uint64_t t;
 
-	REAL_OR_FAIL(cuGraphLaunch);
 	if (!nv_active())
-		return real.cuGraphLaunch(e, s);
-	have = graph_launch_begin(s, false);
+		return fn(e, s);
+	have = graph_launch_begin(s, ptsz);
 	t = nv_now_ns();
-	return graph_launched(real.cuGraphLaunch(e, s), e, t, have);
+	return graph_launched(fn(e, s), e, t, have);
+}
+
+EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s)
+{
+	REAL_OR_FAIL(cuGraphLaunch);
+	return graph_launch(real.cuGraphLaunch, e, s, false);
 }
 
 EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s)
 {
-	bool have;
-	uint64_t t;
-
 	REAL_OR_FAIL(cuGraphLaunch_ptsz);
-	if (!nv_active())
-		return real.cuGraphLaunch_ptsz(e, s);
-	have = graph_launch_begin(s, true);
-	t = nv_now_ns();
-	return graph_launched(real.cuGraphLaunch_ptsz(e, s), e, t, have);
+	return graph_launch(real.cuGraphLaunch_ptsz, e, s, true);
 }
