@@ -380,7 +380,7 @@ static const char rt_common[] =
 	 * if the header's full_ns (written below by whoever last saw it full with
 	 * device-scope loads) is less than GPUEXT_PTX_RB_FULL_NS old by
 	 * %globaltimer; otherwise both are read again at device scope (an acquire:
-	 * it also drops the SM's stale L1 copy, so the next plain look sees the
+	 * it also drops the SM's stale L1 copy, so the next first look sees the
 	 * new stamp). A saturated ring then costs a drop an L1 hit, not an L2
 	 * round trip, at the price of dropping for up to that long after the
 	 * host drained it.
