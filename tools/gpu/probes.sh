@@ -19,8 +19,10 @@
 #                                   %globaltimer bounds, launch latency in (0, 10 ms), blocks per
 #                                   SM sum to the blocks launched, device kernel durations <= the
 #                                   cudaEvent time, with 2+ GPUs exits per GPU ordinal == the
-#                                   blocks launched there (multigpu.cu), and every app's result
-#                                   unchanged; then the
+#                                   blocks launched there (multigpu.cu), memtrace through a
+#                                   device function (devfunc.cu), threadhist with a full constant
+#                                   bank (bigconst.cu), a CUDA graph's replays paired with their
+#                                   launches (graph.cu), and every app's result unchanged; then the
 #                                   benchmark unless GPUEXT_NO_BENCH=1 (or GPUEXT_PROBES_NO_BENCH=1).
 #
 # Call it on the device with the bundle carried:
