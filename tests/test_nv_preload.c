@@ -353,6 +353,12 @@ static void fk_free(void)
 	memset(&fk, 0, sizeof(fk));
 }
 
+/* The drop counters of a ring, after its headers (codegen/ptx/ptx.h). */
+static uint64_t *dev_drops(const struct gpuext_ptx_map_desc *d)
+{
+	return (uint64_t *)(uintptr_t)(d->aux + gpuext_ptx_rb_drops_off(d->nr_slots));
+}
+
 /* The device runtime's reserve + commit (ptx_runtime.c) on shard @k; -1: full (dropped). */
 static uint64_t *dev_put_busy(const struct gpuext_ptx_map_desc *d, uint32_t k, uint32_t len,
 			      int discard, bool commit, const void *payload)
@@ -364,7 +370,7 @@ static uint64_t *dev_put_busy(const struct gpuext_ptx_map_desc *d, uint32_t k, u
 
 	pad = off + tot > cap ? cap - off : 0;
 	if (h->prod + pad + tot - h->cons > cap) {
-		h->dropped++;
+		dev_drops(d)[k]++;
 		return NULL;
 	}
 	h->prod += pad + tot;
@@ -544,8 +550,11 @@ static void test_ring_drain_with(bool have_memset)
 	CHECK(filled >= (int)(d.max_entries / 48) - 1 && filled <= (int)(d.max_entries / 48));
 	rec[0] = seq[0]++;
 	CHECK_EQ_INT(dev_put(&d, 0, rec, 40, 0), 0);
-	CHECK_EQ_U64(hd[0].dropped, 0);
-	CHECK_EQ_U64(hd[1].dropped, 3);
+	CHECK_EQ_U64(dev_drops(&d)[0], 0);
+	CHECK_EQ_U64(dev_drops(&d)[1], 3);
+	/* the counters are on their own 128-byte line, after every header */
+	CHECK_EQ_U64(gpuext_ptx_rb_drops_off(d.nr_slots) % 128, 0);
+	CHECK(gpuext_ptx_rb_drops_off(d.nr_slots) >= d.nr_slots * sizeof(*hd));
 	CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m, &s, &moved), 0);
 	CHECK_EQ_U64(m.ring_drops, 3);
 	CHECK_EQ_U64(moved, 1 + filled);

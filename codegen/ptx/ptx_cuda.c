@@ -411,7 +411,7 @@ static int upload_maps(struct run *x, CUdeviceptr table, size_t table_size)
 		}
 		descs[i].base = dm->data;
 		if (!err && descs[i].type == BPF_MAP_TYPE_RINGBUF) {
-			err = dev_alloc(x, &dm->hdr, sizeof(struct gpuext_ptx_ringbuf_hdr),
+			err = dev_alloc(x, &dm->hdr, gpuext_ptx_rb_aux_bytes(descs[i].nr_slots),
 					"ring buffer header");
 			descs[i].aux = dm->hdr;
 		}
@@ -483,11 +483,14 @@ static int sync_back(struct run *x)
 		} else if (type == BPF_MAP_TYPE_RINGBUF) {
 			struct gpuext_ptx_ringbuf_hdr h;
 			uint8_t *data = malloc(dm->bytes);
-			uint64_t mask = dm->bytes - 1;
+			uint64_t mask = dm->bytes - 1, dropped;
 
 			if (!data)
 				return -ENOMEM;
+			/* One shard (nr_slots 1): its header, and its drop counter after it. */
 			if (x->d->cu.MemcpyDtoH(&h, dm->hdr, sizeof(h)) != CUDA_SUCCESS ||
+			    x->d->cu.MemcpyDtoH(&dropped, dm->hdr + gpuext_ptx_rb_drops_off(1),
+						sizeof(dropped)) != CUDA_SUCCESS ||
 			    x->d->cu.MemcpyDtoH(data, dm->data, dm->bytes) != CUDA_SUCCESS) {
 				free(data);
 				set_err(x->o->err, x->o->err_len, "reading ring buffer '%s' back failed",
@@ -505,10 +508,10 @@ static int sync_back(struct run *x)
 							      len & GPUEXT_RB_LEN_MASK, 0);
 				pos += round8((len & GPUEXT_RB_LEN_MASK) + 8);
 			}
-			if (h.dropped)
+			if (dropped)
 				gpuext_log(rt, GPUEXT_LOG_INFO, "ptx: ring buffer '%s': %llu records "
 					   "dropped on the device (full)", gpuext_map__name(dm->map),
-					   (unsigned long long)h.dropped);
+					   (unsigned long long)dropped);
 			free(data);
 		}
 	}

@@ -314,7 +314,7 @@ static const char rt_common[] =
 	/*
 	 * Reserves %n records of %size bytes each, contiguous, in this SM's shard,
 	 * and marks each BUSY: the data address of the first, or 0 (a full shard
-	 * counts %n drops in its own header). @gx.rb_reserve (below, per mode)
+	 * counts %n drops in its own counter). @gx.rb_reserve (below, per mode)
 	 * calls it for one record or for a warp's group.
 	 */
 	"define internal i64 @gx.rb_reserve_n(ptr %d, i64 %size, i64 %n, i1 %count) {\n"
@@ -348,7 +348,19 @@ static const char rt_common[] =
 	"  %doff = mul i64 %sh, %cap\n"
 	"  %data = add i64 %base, %doff\n"
 	"  %consp = getelementptr inbounds i8, ptr %hdr, i64 8\n"
-	"  %dropp = getelementptr inbounds i8, ptr %hdr, i64 16\n"
+	/* The drop counter: its own line, after the headers (gpuext_ptx_rb_drops_off). */
+	"  %nsp = getelementptr inbounds %gx.desc, ptr %d, i32 0, i32 7\n"
+	"  %ns32 = load i32, ptr %nsp, align 4\n"
+	"  %ns0 = icmp eq i32 %ns32, 0\n"
+	"  %ns1 = select i1 %ns0, i32 1, i32 %ns32\n"
+	"  %ns = zext i32 %ns1 to i64\n"
+	"  %hb = shl i64 %ns, 5\n"
+	"  %hb1 = add i64 %hb, 127\n"
+	"  %doff0 = and i64 %hb1, -128\n"
+	"  %dsh = shl i64 %sh, 3\n"
+	"  %doff1 = add i64 %doff0, %dsh\n"
+	"  %dropa = add i64 %aux, %doff1\n"
+	"  %dropp = inttoptr i64 %dropa to ptr\n"
 	"  %t0 = add i64 %size, 15\n"
 	"  %tot1 = and i64 %t0, -8\n"
 	"  %tot = mul i64 %tot1, %n\n"	/* the whole group's bytes */
@@ -379,11 +391,14 @@ static const char rt_common[] =
 	 * an old copy may have been drained since. So a full shard is trusted only
 	 * if the header's full_ns (written below by whoever last saw it full with
 	 * device-scope loads) is less than GPUEXT_PTX_RB_FULL_NS old by
-	 * %globaltimer; otherwise both are read again at device scope (an acquire:
-	 * it also drops the SM's stale L1 copy, so the next first look sees the
-	 * new stamp). A saturated ring then costs a drop an L1 hit, not an L2
-	 * round trip, at the price of dropping for up to that long after the
-	 * host drained it.
+	 * %globaltimer; otherwise both are read again at device scope. That
+	 * re-read is relaxed: an acquire also invalidates the SM's whole L1, the
+	 * kernel's own data with it (kernelretsnoop on a stencil whose every block
+	 * drops, H100: 1.077x with an acquire, 1.070x relaxed). A saturated ring
+	 * then costs a drop an L1 hit, not an L2 round trip, at the price of
+	 * dropping for up to that long after the host drained it. The drop
+	 * counter is on a line of its own (ptx.h), so counting a drop leaves
+	 * the header's L1 copy alone.
 	 */
 	"first:\n"
 	"  %fullp = getelementptr inbounds i8, ptr %hdr, i64 24\n"
@@ -413,7 +428,7 @@ static const char rt_common[] =
 	"  %recent = icmp ult i64 %age, " GX_XSTR(GPUEXT_PTX_RB_FULL_NS) "\n"
 	"  br i1 %recent, label %drop, label %recheck\n"
 	"recheck:\n"
-	"  %scons = load atomic i64, ptr %consp syncscope(\"device\") acquire, align 8\n"
+	"  %scons = load atomic i64, ptr %consp syncscope(\"device\") monotonic, align 8\n"
 	"  %sprod = load atomic i64, ptr %hdr syncscope(\"device\") monotonic, align 8\n"
 	"  br label %loop\n"
 	"stamp:\n"

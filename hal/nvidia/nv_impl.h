@@ -185,8 +185,9 @@ struct nv_dmap {
 	uint32_t nr_shards, shard_bytes;	/* ring: codegen/ptx/ptx.h's layout */
 	CUdeviceptr dptr;		/* array values / ring data of shard 0 (device address) */
 	void *host;			/* pinned staging (ring: a copy of the data, same offsets) */
-	struct gpuext_ptx_ringbuf_hdr *rh;	/* ring: pinned staging of the nr_shards headers */
-	CUdeviceptr rh_dev;		/* ring: the headers on the device */
+	struct gpuext_ptx_ringbuf_hdr *rh;	/* ring: pinned staging of the aux block (headers,
+						 * drop counters: gpuext_ptx_rb_aux_bytes) */
+	CUdeviceptr rh_dev;		/* ring: the aux block on the device */
 	uint64_t ring_drops;		/* ring: device drops (all shards) at the last drain */
 	uint8_t *init;			/* array, hash: the image uploaded */
 	uint8_t *last;			/* array, hash: last snapshot; kept after the context dies */

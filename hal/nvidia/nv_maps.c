@@ -422,7 +422,7 @@ int nv_ring_place(const struct nv_api *cu, CUstream st, struct nv_dmap *m, uint3
 	m->bytes = bytes;
 	m->nr_shards = nv_ring_shards(bytes, sms, max_record);
 	m->shard_bytes = bytes / m->nr_shards;
-	hb = (size_t)m->nr_shards * sizeof(struct gpuext_ptx_ringbuf_hdr);
+	hb = gpuext_ptx_rb_aux_bytes(m->nr_shards);	/* headers, then drop counters */
 	*r = cu->MemAlloc(&m->dptr, m->bytes);
 	if (*r == CUDA_SUCCESS)
 		*r = cu->MemAlloc(&m->rh_dev, hb);
@@ -521,16 +521,19 @@ static int ring_drain(const struct nv_api *cu, CUstream st, struct nv_dmap *m, s
 	bool again = false;
 	CUresult r;
 
-	/* 1. The headers: where each shard's producer and consumer are. */
-	r = cu->MemcpyDtoHAsync(m->rh, m->rh_dev, (size_t)n * sizeof(*m->rh), st);
+	/* 1. The headers: where each shard's producer and consumer are; and the drop counters. */
+	r = cu->MemcpyDtoHAsync(m->rh, m->rh_dev, gpuext_ptx_rb_aux_bytes(n), st);
 	if (r == CUDA_SUCCESS)
 		r = cu->StreamSynchronize(st);
 	if (r != CUDA_SUCCESS)
 		return -EIO;
 	for (uint32_t k = 0; k < n; k++) {
+		uint64_t d;
+
+		memcpy(&d, (uint8_t *)m->rh + gpuext_ptx_rb_drops_off(n) + (size_t)k * 8, sizeof(d));
 		cons[k] = m->rh[k].cons;
 		prod[k] = m->rh[k].prod;
-		drops += m->rh[k].dropped;
+		drops += d;
 	}
 	m->ring_drops = drops;
 	/* 2. The reserved range of each shard: which records are committed. */

@@ -96,7 +96,8 @@ static void ring_put(const struct gpuext_ptx_map_desc *d, uint32_t shard, const 
 	pad = off + tot > cap ? cap - off : 0;
 	np = prod + pad + tot;
 	if (np - atomic_load((_Atomic uint64_t *)&h->cons) > cap) {
-		atomic_fetch_add((_Atomic uint64_t *)&h->dropped, 1);
+		atomic_fetch_add((_Atomic uint64_t *)(uintptr_t)(d->aux + gpuext_ptx_rb_drops_off(ns) +
+								  (uint64_t)(shard & (ns - 1)) * 8), 1);
 		return;
 	}
 	atomic_store((_Atomic uint64_t *)&h->prod, np);

@@ -162,6 +162,14 @@ static void renew_ctx(void)
 #define MAX_VARS 16
 #define MAX_CHECKS 8
 
+/*
+ * A ring's aux block for one shard (the bundle's rings have nr_slots 1):
+ * the 32-byte header, then the drop counter on the next 128-byte line
+ * (gpuext_ptx_rb_drops_off(1) in codegen/ptx/ptx.h).
+ */
+#define RING_AUX 136
+#define RING_DROPS 16
+
 struct map_desc { /* = struct gpuext_ptx_map_desc */
 	uint64_t base, aux;
 	uint32_t type, key_size, value_size, max_entries, stride, nr_slots;
@@ -173,7 +181,7 @@ struct bmap {
 	size_t bytes;
 	uint8_t *init;		/* NULL = zeros */
 	uint8_t *after;		/* device contents after the run */
-	uint64_t hdr[4];	/* ring buffer: prod, cons, dropped, full_ns */
+	uint64_t hdr[RING_AUX / 8];	/* ring buffer: prod, cons, spare, full_ns; drops at [RING_DROPS] */
 };
 
 struct bvar {
@@ -304,7 +312,8 @@ static int next_run(FILE *f, struct brun *r, int *lineno, char *why, size_t wlen
 			m->d.stride = (uint32_t)strtoul(tok[5], NULL, 0);
 			m->d.nr_slots = (uint32_t)strtoul(tok[6], NULL, 0);
 			m->bytes = strtoull(tok[7], NULL, 0);
-			if (m->bytes > MEM_LIMIT || !parse_hex(tok[8], m->bytes, &m->init))
+			if (m->bytes > MEM_LIMIT || !parse_hex(tok[8], m->bytes, &m->init) ||
+			    (m->d.type == 27 && m->d.nr_slots > 1))	/* RING_AUX holds one shard */
 				BAD("map");
 		} else if (!strcmp(tok[0], "var") && n == 4 && r->var_cnt < MAX_VARS) {
 			struct bvar *v = &r->vars[r->var_cnt++];
@@ -443,7 +452,7 @@ static int launch(const char *dir, struct brun *r, bool sm90, uint32_t timeout_m
 		if (m->init)
 			CK(cu.MemcpyHtoD(descs[i].base, m->init, m->bytes), "map upload");
 		if (m->d.type == 27) /* ring buffer: its header */
-			CK(dalloc(&dm, &descs[i].aux, 32), "ring header");
+			CK(dalloc(&dm, &descs[i].aux, RING_AUX), "ring header");
 	}
 	if (r->map_cnt) {
 		CK(cu.ModuleGetGlobal(&g, &gsize, mod, "gpuext_rt_maps"), "gpuext_rt_maps");
@@ -522,7 +531,7 @@ static int launch(const char *dir, struct brun *r, bool sm90, uint32_t timeout_m
 			goto out;
 		CK(cu.MemcpyDtoH(m->after, descs[i].base, m->bytes), "reading a map");
 		if (m->d.type == 27)
-			CK(cu.MemcpyDtoH(m->hdr, descs[i].aux, 32), "reading a ring header");
+			CK(cu.MemcpyDtoH(m->hdr, descs[i].aux, RING_AUX), "reading a ring header");
 	}
 	ret = 0;
 #undef CK
@@ -674,10 +683,10 @@ static const char *check_run(const struct brun *r, const uint64_t *r0, const uin
 				eagain += r0[t] == (uint64_t)-11;
 			}
 			if (ok != got || ok + eagain != runners || ok > c->b ||
-			    (runners > c->b && ok != c->b) || m->hdr[2] != eagain) {
+			    (runners > c->b && ok != c->b) || m->hdr[RING_DROPS] != eagain) {
 				snprintf(buf, len, "%u ok, %u -EAGAIN, %u records, %" PRIu64 " drops "
 					 "counted (%u runners, room for %" PRIu64 ")", ok, eagain, got,
-					 m->hdr[2], runners, c->b);
+					 m->hdr[RING_DROPS], runners, c->b);
 				return buf;
 			}
 		} else {
