@@ -609,17 +609,31 @@ static void test_details(const struct gx_pack *hand)
 				const char *e1 = strstr(out, ".visible .entry edge_one(");
 				const char *site = e1 ? strstr(e1, "// gpuext: entry probe") : NULL;
 
+				const char *hoist = e1 ? strstr(e1, "// gpuext: hoisted from the sites") : NULL;
+
 				/*
-				 * The block test, its branch past the site, then the site
-				 * (the module's second: the first is helper's load).
+				 * The block test is computed once at the function's start
+				 * (hoisted, before any instruction of the kernel), the site
+				 * (the module's second: the first is helper's load) branches
+				 * past itself on it.
 				 */
-				CHECK(site && strstr(site, "mov.u32 %gxs_r0, %ctaid.x;") &&
-				      strstr(site, "setp.ne.u32 %gxs_q, %gxs_r0, 0;\n\t@%gxs_q bra $gxs_G2;") <
+				CHECK(hoist && site && hoist < site &&
+				      strstr(hoist, "mov.u32 %gxs_r0, %ctaid.x;") < site &&
+				      strstr(hoist, "setp.ne.u32 %gxs_qb, %gxs_r0, 0;") < site &&
+				      strstr(hoist, "ld.param") > site);
+				CHECK(strstr(site, "@%gxs_qb bra $gxs_G2;") &&
+				      strstr(site, "@%gxs_qb bra $gxs_G2;") <
 				      strstr(site, "// gpuext: gpuext_probe_entry inlined"));
 				/* the lanes that entered leave together, then the guard's label */
 				CHECK_STR_CONTAINS(out, "$gxs_I2_end:\n\t}\n\tbar.warp.sync %gxs_m;\n$gxs_G2:\n");
-				/* 5 exits test warp 0; no entry site tests it; loads and stores test nothing. */
-				CHECK_EQ_INT(count_str(out, "setp.ge.u32 %gxs_q, %gxs_r0, 32;"), 5);
+				/*
+				 * 5 exits test warp 0, in the 3 kernels that have exits (once
+				 * each at the start); no entry site tests it; loads and stores
+				 * test nothing. 3 kernels test block (0,0,0) for their entry.
+				 */
+				CHECK_EQ_INT(count_str(out, "@%gxs_qw bra $gxs_G"), 5);
+				CHECK_EQ_INT(count_str(out, "setp.ge.u32 %gxs_qw, %gxs_r0, 32;"), 3);
+				CHECK_EQ_INT(count_str(out, "@%gxs_qb bra $gxs_G"), 3);
 				CHECK_EQ_INT(count_str(out, "%ctaid.x;\n\tmov.u32 %gxs_r1, %ctaid.y;"), 3);
 				test_checks++;
 				if (!assemble(out, olen, "sm_80", "edge.ptx with site guards"))
@@ -985,6 +999,129 @@ static void test_const_bank(const struct gx_pack *emitted)
 	}
 }
 
+/*
+ * Hoisting: what depends only on the thread's place and on constants leaves
+ * the site (renamed, declared, in dependency order), the rest stays: a lane
+ * mask, a timer, a guarded line, a register written twice, a global load,
+ * a special register read in inline assembly. Constants are copied, not
+ * moved, and what stays live is bounded (GX_HOIST_LIVE_MAX).
+ */
+static void test_hoist(void)
+{
+	static const char probes[] =
+		".visible .const .align 8 .b8 gpuext_rt_maps[40];\n"
+		".func gpuext_probe_exit(\n\t.param .b64 p_0,\n\t.param .b64 p_1,\n"
+		"\t.param .b64 p_2,\n\t.param .b64 p_3,\n\t.param .b32 p_4\n)\n{\n"
+		"\t.reg .pred \t%p<4>;\n\t.reg .b32 \t%r<20>;\n\t.reg .b64 \t%rd<12>;\n"
+		"\tld.param.b64 \t%rd1, [p_0];\n"
+		"\tmov.u32 \t%r2, %lanemask_lt;\n"		/* stays: a lane mask */
+		"\tsetp.ne.b32 \t%p1, %r2, 0;\n"		/* stays: reads it */
+		"\t@%p1 bra \t$L__BB0_2;\n"
+		"\tmad.lo.s32 \t%r5, %r4, %r3, 7;\n"		/* moves, though before its sources */
+		"\tmov.u32 \t%r3, %ntid.x;\n"			/* moves */
+		"\tmov.u32 \t%r4, %tid.y;\n"			/* moves */
+		"\tmov.b64 \t%rd2, gpuext_rt_maps;\n"		/* a constant: copied */
+		"\tld.const.u64 \t%rd3, [%rd2+8];\n"		/* a constant: copied */
+		"\tmul.wide.u32 \t%rd4, %r5, 8;\n"		/* moves */
+		"\tadd.s64 \t%rd5, %rd3, %rd4;\n"		/* moves: live at the site */
+		"\tmov.u64 \t%rd6, %globaltimer;\n"		/* stays: a timer */
+		"\t@%p1 add.s32 \t%r6, %r5, 1;\n"		/* stays: guarded */
+		"\tadd.s32 \t%r7, %r5, 2;\n"			/* stays: %r7 written twice */
+		"\tadd.s32 \t%r7, %r7, 3;\n"
+		"\tld.global.u32 \t%r8, [%rd5];\n"		/* stays: a global load */
+		"\tadd.s32 \t%r9, %r8, 1;\n"			/* stays: reads it */
+		"\t// begin inline asm\n\tmov.u32 \t%r10, %smid;\n\t// end inline asm\n"
+		"\tst.global.u64 \t[%rd5], %rd6;\n"
+		"\tst.global.u32 \t[%rd5+8], %r10;\n"
+		"\tst.global.u32 \t[%rd5+12], %r9;\n"
+		"\tst.global.u32 \t[%rd5+16], %r7;\n"
+		"\tst.global.u32 \t[%rd5+20], %r6;\n"
+		"\tst.global.u64 \t[%rd5+24], %rd1;\n"
+		"$L__BB0_2:\n\tret;\n}\n";
+	static const char *const args[GX_PROBE_NARGS] = { "%k", "%g", "%a", "%v", "%s" };
+	static const unsigned bits[GX_PROBE_NARGS] = { 64, 64, 64, 64, 32 };
+	struct gx_probe_body b;
+	char err[200], *t, *h = NULL;
+
+	CHECK_EQ_INT(gx_probe_body_parse(probes, sizeof(probes) - 1, "gpuext_probe_exit", &b, err,
+					 sizeof(err)), 0);
+	t = gx_probe_body_inline(&b, args, bits, "S1", &h);
+	CHECK(t != NULL && h != NULL);
+	if (t && h) {
+		const char *a;
+
+		/* moved: declared, renamed, each after what it reads */
+		CHECK_STR_CONTAINS(h, "\t.reg .b32 %S1_h_r5;\n");
+		CHECK_STR_CONTAINS(h, "\t.reg .b64 %S1_h_rd5;\n");
+		a = strstr(h, "mov.u32 \t%S1_h_r3, %ntid.x;");
+		CHECK(a && strstr(h, "mov.u32 \t%S1_h_r4, %tid.y;") &&
+		      strstr(h, "mad.lo.s32 \t%S1_h_r5, %S1_h_r4, %S1_h_r3, 7;") > a &&
+		      strstr(h, "mad.lo.s32 \t%S1_h_r5") > strstr(h, "%S1_h_r4, %tid.y;"));
+		CHECK(strstr(h, "add.s64 \t%S1_h_rd5, %S1_h_rd3, %S1_h_rd4;") >
+		      strstr(h, "ld.const.u64 \t%S1_h_rd3, [%S1_h_rd2+8];"));
+		/* gone from the site, which reads the moved value by its new name */
+		CHECK(!strstr(t, "%ntid.x") && !strstr(t, "%tid.y") && !strstr(t, "mad.lo"));
+		CHECK_STR_CONTAINS(t, "ld.global.u32 \t%r8, [%S1_h_rd5];");
+		/* constants: the site keeps its own */
+		CHECK_STR_CONTAINS(t, "ld.const.u64 \t%rd3, [%rd2+8];");
+		/* stays */
+		CHECK_STR_CONTAINS(t, "mov.u32 \t%r2, %lanemask_lt;");
+		CHECK_STR_CONTAINS(t, "mov.u64 \t%rd6, %globaltimer;");
+		CHECK_STR_CONTAINS(t, "@%p1 add.s32 \t%r6, %S1_h_r5, 1;");
+		CHECK_STR_CONTAINS(t, "add.s32 \t%r7, %S1_h_r5, 2;");
+		CHECK_STR_CONTAINS(t, "add.s32 \t%r9, %r8, 1;");
+		CHECK_STR_CONTAINS(t, "mov.u32 \t%r10, %smid;");
+		CHECK_STR_CONTAINS(t, "mov.b64 %rd1, %k;");
+		CHECK(!strstr(h, "lanemask") && !strstr(h, "globaltimer") && !strstr(h, "%smid") &&
+		      !strstr(h, "ld.global") && !strstr(h, "%r7") && !strstr(h, "%p1"));
+	}
+	free(t);
+	free(h);
+	gx_probe_body_free(&b);
+	/*
+	 * Ten 64-bit values of the thread's place, each stored: 20 registers
+	 * would stay live from the start; the site keeps enough of them that
+	 * what it reads of the moved ones fits GX_HOIST_LIVE_MAX.
+	 */
+	{
+		static const char *const sr[10] = { "%tid.x", "%tid.y", "%tid.z", "%ntid.x",
+			"%ntid.y", "%ntid.z", "%ctaid.x", "%ctaid.y", "%ctaid.z", "%nctaid.x" };
+		char body[4096], name[16];
+		size_t o;
+		unsigned units = 0, moved = 0;
+
+		o = (size_t)snprintf(body, sizeof(body), "%s",
+				     ".func gpuext_probe_exit(\n\t.param .b64 p_0\n)\n{\n"
+				     "\t.reg .b32 \t%r<12>;\n\t.reg .b64 \t%rd<24>;\n"
+				     "\tld.param.b64 \t%rd1, [p_0];\n");
+		for (int i = 0; i < 10; i++)
+			o += (size_t)snprintf(body + o, sizeof(body) - o,
+					      "\tmov.u32 \t%%r%d, %s;\n\tmul.wide.u32 \t%%rd%d, %%r%d, 3;\n",
+					      i + 1, sr[i], i + 2, i + 1);
+		for (int i = 0; i < 10; i++)
+			o += (size_t)snprintf(body + o, sizeof(body) - o,
+					      "\tst.global.u64 \t[%%rd1+%d], %%rd%d;\n", 8 * i, i + 2);
+		snprintf(body + o, sizeof(body) - o, "\tret;\n}\n");
+		CHECK_EQ_INT(gx_probe_body_parse(body, strlen(body), "gpuext_probe_exit", &b, err,
+						 sizeof(err)), 0);
+		t = gx_probe_body_inline(&b, args, bits, "S2", &h);
+		CHECK(t != NULL && h != NULL);
+		for (int i = 0; t && h && i < 10; i++) {
+			snprintf(name, sizeof(name), "%%S2_h_rd%d]", i + 2);
+			name[strlen(name) - 1] = ';';	/* "%S2_h_rdN;" as the site's store reads it */
+			if (strstr(t, name)) {
+				units += 2;
+				moved++;
+			}
+		}
+		CHECK(units <= GX_HOIST_LIVE_MAX);
+		CHECK_EQ_U64(moved, GX_HOIST_LIVE_MAX / 2);	/* as many as fit */
+		free(t);
+		free(h);
+		gx_probe_body_free(&b);
+	}
+}
+
 /* The inliner on a body with two exits, a label and its parameters read late. */
 static void test_inline(void)
 {
@@ -1006,7 +1143,7 @@ static void test_inline(void)
 					 sizeof(err)), 0);
 	CHECK_EQ_INT(b.nparams, 5);
 	CHECK(!strcmp(b.params[0], "p_0") && !strcmp(b.params[4], "p_4"));
-	t = gx_probe_body_inline(&b, args, bits, "X7");
+	t = gx_probe_body_inline(&b, args, bits, "X7", NULL);
 	CHECK(t != NULL);
 	if (t) {
 		static const char want[] = "\t{\t// gpuext: gpuext_probe_exit inlined (hal/nvidia/ptx_inline.c)\n"
@@ -1163,6 +1300,7 @@ int main(void)
 	test_const_bank(npacks > 1 ? &packs[1].pack : NULL);
 	test_malformed();
 	test_inline();
+	test_hoist();
 	printf("test_nv_splice: %u splices, %u ptxas runs passed (packs: %d)\n", spliced_inputs,
 	       assembled_outputs, npacks);
 

@@ -82,9 +82,10 @@ void gx_cache_key(const void *module_ptx, size_t ptx_len, const uint8_t pack_has
  * change in what the splicer writes for the same input bumps it. 2: entry
  * sites after the kernel's prologue; 3: the probes' table in the global
  * space where the module's constant bank has no room for it; 4: the
- * GX_SPLICE_UNTRACED line; 5: load/store sites in .func bodies.
+ * GX_SPLICE_UNTRACED line; 5: load/store sites in .func bodies; 6: code
+ * hoisted from the sites to the function's start (ptx_inline.c).
  */
-#define GX_SPLICE_VERSION 5
+#define GX_SPLICE_VERSION 6
 /* The comment line a spliced module ends in when loads/stores of its .func bodies got no site. */
 #define GX_SPLICE_UNTRACED "// gpuext-untraced-func-accesses"
 /* "GX_SPLICE_FUNC <name>": one line per .func body given load/store sites, after the module. */

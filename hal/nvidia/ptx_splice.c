@@ -184,6 +184,9 @@ struct splicer {
 	bool in_func;		/* walking a .func body: memory sites only */
 	bool filter_all;	/* the kernel filter matches every .entry of the module */
 	struct obuf funcs;	/* GX_SPLICE_FUNC lines: the .func bodies instrumented */
+	struct obuf hoist;	/* code the sites moved to the function's start ... */
+	size_t hoist_at;	/* ... which is here in out (after emit_decls) */
+	uint32_t guards_hoisted;	/* GX_GUARD_* whose predicate is in hoist */
 
 	struct regdecl *regs;
 	size_t nregs, capregs;
@@ -608,7 +611,7 @@ static void emit_site(struct splicer *s, int ev, bool mem, unsigned size)
 	const char *p = s->pfx;
 	char regs[GX_PROBE_NARGS][32], sfx[48];
 	const char *args[GX_PROBE_NARGS];
-	char *text;
+	char *text, *hoisted;
 
 	snprintf(regs[0], sizeof(regs[0]), "%%%s_d", p);
 	snprintf(regs[1], sizeof(regs[1]), "%%%s_c", p);
@@ -622,19 +625,29 @@ static void emit_site(struct splicer *s, int ev, bool mem, unsigned size)
 	 * probes do not run for skip the site, before any leader election. Block
 	 * first: with /first, every block but one leaves after three reads.
 	 */
-	if (s->guard[ev] & GX_GUARD_BLOCK0)
-		oprintf(&s->out, "\tmov.u32 %%%s_r0, %%ctaid.x;\n\tmov.u32 %%%s_r1, %%ctaid.y;\n"
-			"\tor.b32 %%%s_r0, %%%s_r0, %%%s_r1;\n\tmov.u32 %%%s_r1, %%ctaid.z;\n"
-			"\tor.b32 %%%s_r0, %%%s_r0, %%%s_r1;\n\tsetp.ne.u32 %%%s_q, %%%s_r0, 0;\n"
-			"\t@%%%s_q bra $%s_G%u;\n", p, p, p, p, p, p, p, p, p, p, p, p, p,
-			s->site_seq + 1);
-	if (s->guard[ev] & GX_GUARD_WARP0)
-		oprintf(&s->out, "\tmov.u32 %%%s_r0, %%tid.z;\n\tmov.u32 %%%s_r1, %%ntid.y;\n"
-			"\tmov.u32 %%%s_r2, %%tid.y;\n\tmad.lo.u32 %%%s_r0, %%%s_r0, %%%s_r1, %%%s_r2;\n"
-			"\tmov.u32 %%%s_r1, %%ntid.x;\n\tmov.u32 %%%s_r2, %%tid.x;\n"
-			"\tmad.lo.u32 %%%s_r0, %%%s_r0, %%%s_r1, %%%s_r2;\n"
-			"\tsetp.ge.u32 %%%s_q, %%%s_r0, 32;\n\t@%%%s_q bra $%s_G%u;\n",
-			p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, s->site_seq + 1);
+	/* computed once at the function's start (the hoisted code), tested here */
+	if (s->guard[ev] & GX_GUARD_BLOCK0) {
+		if (!(s->guards_hoisted & GX_GUARD_BLOCK0))
+			oprintf(&s->hoist, "\t.reg .pred %%%s_qb;\n"
+				"\tmov.u32 %%%s_r0, %%ctaid.x;\n\tmov.u32 %%%s_r1, %%ctaid.y;\n"
+				"\tor.b32 %%%s_r0, %%%s_r0, %%%s_r1;\n\tmov.u32 %%%s_r1, %%ctaid.z;\n"
+				"\tor.b32 %%%s_r0, %%%s_r0, %%%s_r1;\n\tsetp.ne.u32 %%%s_qb, %%%s_r0, 0;\n",
+				p, p, p, p, p, p, p, p, p, p, p, p);
+		s->guards_hoisted |= GX_GUARD_BLOCK0;
+		oprintf(&s->out, "\t@%%%s_qb bra $%s_G%u;\n", p, p, s->site_seq + 1);
+	}
+	if (s->guard[ev] & GX_GUARD_WARP0) {
+		if (!(s->guards_hoisted & GX_GUARD_WARP0))
+			oprintf(&s->hoist, "\t.reg .pred %%%s_qw;\n"
+				"\tmov.u32 %%%s_r0, %%tid.z;\n\tmov.u32 %%%s_r1, %%ntid.y;\n"
+				"\tmov.u32 %%%s_r2, %%tid.y;\n\tmad.lo.u32 %%%s_r0, %%%s_r0, %%%s_r1, %%%s_r2;\n"
+				"\tmov.u32 %%%s_r1, %%ntid.x;\n\tmov.u32 %%%s_r2, %%tid.x;\n"
+				"\tmad.lo.u32 %%%s_r0, %%%s_r0, %%%s_r1, %%%s_r2;\n"
+				"\tsetp.ge.u32 %%%s_qw, %%%s_r0, 32;\n",
+				p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p);
+		s->guards_hoisted |= GX_GUARD_WARP0;
+		oprintf(&s->out, "\t@%%%s_qw bra $%s_G%u;\n", p, p, s->site_seq + 1);
+	}
 	oprintf(&s->out, "\tmov.u64 %%%s_d, %llu;\n", p, s->kid);
 	if (reads(s, GX_CTX_ARGS, 8) && s->param0[0] && (s->sm >= 70 || s->need_sm >= 70))
 		oprintf(&s->out, "\tmov.u64 %%%s_c, %s;\n\tcvta.param.u64 %%%s_c, %%%s_c;\n",
@@ -647,11 +660,13 @@ static void emit_site(struct splicer *s, int ev, bool mem, unsigned size)
 		oprintf(&s->out, "\tmov.u64 %%%s_v, 0;\n", p);
 	oprintf(&s->out, "\tmov.u32 %%%s_r0, %u;\n", p, mem ? size : 0);
 	snprintf(sfx, sizeof(sfx), "%s_I%u", p, ++s->site_seq);
-	text = gx_probe_body_inline(&s->body[ev], args, bits, sfx);
+	text = gx_probe_body_inline(&s->body[ev], args, bits, sfx, &hoisted);
 	if (!text) {
 		s->out.oom = true;
 		return;
 	}
+	oput(&s->hoist, hoisted, strlen(hoisted));
+	free(hoisted);
 	/*
 	 * The lanes that enter the site leave it together. A probe branches on
 	 * the lane (a leader writes for its warp, a ring group claims for its
@@ -1095,6 +1110,36 @@ static void count_func_access(struct splicer *s)
 		s->stats->func_accesses++;
 }
 
+/*
+ * What the sites of the function just walked moved to its start (emit_site,
+ * ptx_inline.c): into out at hoist_at, right after our declarations, which
+ * is before any instruction of the function, so it dominates every site.
+ */
+static void flush_hoist(struct splicer *s)
+{
+	static const char head[] = "\t// gpuext: hoisted from the sites (hal/nvidia/ptx_inline.c)\n";
+	struct obuf o = { 0 };
+
+	if (s->hoist.oom)
+		s->out.oom = true;
+	if (!s->hoist.len || s->out.oom) {
+		s->hoist.len = 0;
+		return;
+	}
+	oput(&o, s->out.p, s->hoist_at);
+	oput(&o, head, sizeof(head) - 1);
+	oput(&o, s->hoist.p, s->hoist.len);
+	oput(&o, s->out.p + s->hoist_at, s->out.len - s->hoist_at);
+	s->hoist.len = 0;
+	if (o.oom) {
+		free(o.p);
+		s->out.oom = true;
+		return;
+	}
+	free(s->out.p);
+	s->out = o;
+}
+
 /* Walks a function body (s->pos just after its '{'), instrumenting it when @h says so. */
 static void body(struct splicer *s, const struct fn_header *h, bool instrument, unsigned open_line)
 {
@@ -1103,9 +1148,12 @@ static void body(struct splicer *s, const struct fn_header *h, bool instrument, 
 
 	s->nregs = 0;
 	s->in_func = !h->entry;
+	s->hoist.len = 0;
+	s->guards_hoisted = 0;
 	if (instrument) {
 		copy_to(s, s->pos);
 		emit_decls(s);
+		s->hoist_at = s->out.len;
 	}
 	if (instrument && !h->entry) {
 		/* a device function: its own id, no argument buffer, no entry site */
@@ -1136,8 +1184,11 @@ static void body(struct splicer *s, const struct fn_header *h, bool instrument, 
 			depth++;
 			break;
 		case ST_CLOSE:
-			if (--depth == 0)
+			if (--depth == 0) {
+				if (instrument)
+					flush_hoist(s);
 				return;
+			}
 			break;
 		case ST_HEADER:
 			fail(s, s->st.line, "unexpected '{' after \"%.60s\"", s->st.text);
@@ -1567,6 +1618,7 @@ int gx_ptx_splice(const char *ptx, size_t ptx_len, const struct gx_pack *pack, c
 	free(s.st.text);
 	free(s.regs);
 	free(s.funcs.p);
+	free(s.hoist.p);
 	free(global_pack.ptx);
 	for (int e = 0; e < GX_PROBE_NR; e++)
 		gx_probe_body_free(&s.body[e]);

@@ -109,12 +109,20 @@ int gx_probe_body_parse(const char *ptx, size_t len, const char *name, struct gx
 			char *err, size_t err_len);
 void gx_probe_body_free(struct gx_probe_body *b);
 
+/* Values a site's hoisted code may keep live across the kernel, in 32-bit registers. */
+#define GX_HOIST_LIVE_MAX 6
+
 /*
  * The body as a nested block for one site: parameter k read from register
  * @args[k] (@arg_bits[k] wide), labels suffixed "_@sfx", "ret;" a branch to
- * the block's end label $@sfx_end. malloc'd; NULL on ENOMEM.
+ * the block's end label $@sfx_end. With @hoisted, what depends only on the
+ * thread's place in the launch and on constants is taken out and returned
+ * in *@hoisted (declarations and instructions, registers named
+ * "%@sfx_h_NAME"), for the caller to put at the start of the function
+ * (ptx_inline.c says what moves); "" when nothing does. malloc'd; NULL on
+ * ENOMEM (*@hoisted NULL too).
  */
 char *gx_probe_body_inline(const struct gx_probe_body *b, const char *const args[GX_PROBE_NARGS],
-			   const unsigned arg_bits[GX_PROBE_NARGS], const char *sfx);
+			   const unsigned arg_bits[GX_PROBE_NARGS], const char *sfx, char **hoisted);
 
 #endif
