@@ -1079,6 +1079,37 @@ static void test_hoist(void)
 	free(h);
 	gx_probe_body_free(&b);
 	/*
+	 * A branch that can skip whole warps (here on %tid.y) ends what may
+	 * move: what follows it runs in few warps, and would run in all of them.
+	 */
+	{
+		static const char skip[] =
+			".func gpuext_probe_exit(\n\t.param .b64 p_0\n)\n{\n"
+			"\t.reg .pred \t%p<3>;\n\t.reg .b32 \t%r<9>;\n\t.reg .b64 \t%rd<4>;\n"
+			"\tld.param.b64 \t%rd1, [p_0];\n"
+			"\tmov.u32 \t%r1, %tid.y;\n\tsetp.ne.u32 \t%p1, %r1, 0;\n"
+			"\tmov.u32 \t%r2, %ctaid.x;\n"
+			"\t@%p1 bra \t$L__BB0_2;\n"
+			"\tmov.u32 \t%r3, %ctaid.y;\n\tmul.wide.u32 \t%rd2, %r3, 8;\n"
+			"\tst.global.u64 \t[%rd1], %rd2;\n\tst.global.u32 \t[%rd1+8], %r2;\n"
+			"$L__BB0_2:\n\tret;\n}\n";
+
+		CHECK_EQ_INT(gx_probe_body_parse(skip, sizeof(skip) - 1, "gpuext_probe_exit", &b, err,
+						 sizeof(err)), 0);
+		t = gx_probe_body_inline(&b, args, bits, "S3", &h);
+		CHECK(t && h);
+		if (t && h) {
+			/* before the branch: moves; after it: stays */
+			CHECK_STR_CONTAINS(h, "mov.u32 \t%S3_h_r2, %ctaid.x;");
+			CHECK_STR_CONTAINS(t, "mov.u32 \t%r3, %ctaid.y;");
+			CHECK_STR_CONTAINS(t, "mul.wide.u32 \t%rd2, %r3, 8;");
+			CHECK(!strstr(h, "%ctaid.y") && !strstr(h, "mul.wide"));
+		}
+		free(t);
+		free(h);
+		gx_probe_body_free(&b);
+	}
+	/*
 	 * Ten 64-bit values of the thread's place, each stored: 20 registers
 	 * would stay live from the start; the site keeps enough of them that
 	 * what it reads of the moved ones fits GX_HOIST_LIVE_MAX.

@@ -193,6 +193,7 @@ struct hreg {
 	int defs;		/* lines that write it */
 	int def_line;		/* the one that does, when defs == 1 */
 	bool hoist, live;	/* moved; used by a line that stays */
+	bool lane;		/* differs between the lanes of a warp (lane masks, votes) */
 	bool dup;		/* a constant (symbols, immediates, ld.const): the site keeps
 				 * its own copy, so it is never live across the kernel */
 };
@@ -620,6 +621,75 @@ static bool hoist_plan(struct hoister *h, const char *sfx, char **out)
 	return true;
 }
 
+/*
+ * Only what every warp that enters the site runs may move: a line after a
+ * branch that can skip whole warps (warp_id != 0, a NULL map, a full ring)
+ * runs in few warps, and at the function's start it would run in all of
+ * them (launchlate's entry probe, which returns at once in every block but
+ * one, went from 1.02x to 1.06x on the stencil so). A branch on a lane
+ * mask, a vote or %laneid (the leader election) still lets one lane of
+ * every warp through: the region goes on past it. It ends at the first
+ * other branch, and at any unconditional one or ret.
+ */
+static void hoist_region(struct hoister *h)
+{
+	bool region = true;
+
+	for (int li = 0; li < h->nlines; li++) {
+		const char *p = h->lines[li].p, *e = p + h->lines[li].n, *q, *tok, *op;
+		size_t n;
+		bool lane = false, guarded = false, guard_lane = false, writes;
+		int dst = -1;
+
+		if (!region) {
+			h->lines[li].cand = false;
+			continue;
+		}
+		while (p < e && (*p == ' ' || *p == '\t'))
+			p++;
+		if (p >= e || *p == '/' || *p == '$' || *p == '.' || *p == '}' || *p == '{')
+			continue;
+		if (*p == '@') {
+			guarded = true;
+			q = p;
+			if (next_pct(&q, e, &tok, &n)) {
+				int r = hreg_find(h, tok, n, false);
+
+				guard_lane = r >= 0 && h->regs[r].lane;
+			}
+			while (p < e && *p != ' ' && *p != '\t')
+				p++;
+			while (p < e && (*p == ' ' || *p == '\t'))
+				p++;
+		}
+		op = p;
+		if (!strncmp(op, "bra", 3) || !strncmp(op, "ret", 3)) {
+			/* a lane-dependent branch keeps the region; any other ends it */
+			if (!(guarded && guard_lane && !strncmp(op, "bra", 3)))
+				region = false;
+			continue;
+		}
+		writes = strncmp(op, "st.", 3) && strncmp(op, "red.", 4) && strncmp(op, "bar", 3);
+		lane = guard_lane || !strncmp(op, "activemask", 10) || !strncmp(op, "vote", 4) ||
+		       !strncmp(op, "shfl", 4) || !strncmp(op, "match", 5) ||
+		       !strncmp(op, "redux", 5) || !strncmp(op, "elect", 5);
+		for (q = p; next_pct(&q, e, &tok, &n);) {
+			int r = hreg_find(h, tok, n, false);
+
+			if (dst < 0 && r >= 0)
+				dst = r;	/* the first register named: what the line writes */
+			else if (r >= 0)
+				lane |= h->regs[r].lane;
+			else if (n >= 9 && !strncmp(tok, "%lanemask", 9))
+				lane = true;
+			else if (n == 7 && !strncmp(tok, "%laneid", 7))
+				lane = true;
+		}
+		if (writes && dst >= 0 && lane)
+			h->regs[dst].lane = true;
+	}
+}
+
 /* Splits the body into lines and scans them; false if it is too large to hoist from. */
 static bool hoist_scan(struct hoister *h, const struct gx_probe_body *b)
 {
@@ -652,6 +722,7 @@ static bool hoist_scan(struct hoister *h, const struct gx_probe_body *b)
 		else
 			hoist_scan_line(h, li, in_asm);
 	}
+	hoist_region(h);
 	return h->nregs < HOIST_MAX_REGS;
 }
 

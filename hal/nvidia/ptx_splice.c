@@ -660,12 +660,18 @@ static void emit_site(struct splicer *s, int ev, bool mem, unsigned size)
 		oprintf(&s->out, "\tmov.u64 %%%s_v, 0;\n", p);
 	oprintf(&s->out, "\tmov.u32 %%%s_r0, %u;\n", p, mem ? size : 0);
 	snprintf(sfx, sizeof(sfx), "%s_I%u", p, ++s->site_seq);
-	text = gx_probe_body_inline(&s->body[ev], args, bits, sfx, &hoisted);
+	/*
+	 * A guarded site runs in one warp a block (or one block): its body stays
+	 * whole, or every warp would compute at the start what few of them use.
+	 */
+	hoisted = NULL;
+	text = gx_probe_body_inline(&s->body[ev], args, bits, sfx, s->guard[ev] ? NULL : &hoisted);
 	if (!text) {
 		s->out.oom = true;
 		return;
 	}
-	oput(&s->hoist, hoisted, strlen(hoisted));
+	if (hoisted)
+		oput(&s->hoist, hoisted, strlen(hoisted));
 	free(hoisted);
 	/*
 	 * The lanes that enter the site leave it together. A probe branches on
