@@ -612,18 +612,17 @@ static void test_details(const struct gx_pack *hand)
 				const char *hoist = e1 ? strstr(e1, "// gpuext: hoisted from the sites") : NULL;
 
 				/*
-				 * The block test is computed once at the function's start
-				 * (hoisted, before any instruction of the kernel), the site
-				 * (the module's second: the first is helper's load) branches
-				 * past itself on it.
+				 * At the entry: the block test, its branch past the site, then
+				 * the site (the module's second: the first is helper's load).
+				 * The exits' warp test is computed once at the function's
+				 * start (hoisted, before any instruction of the kernel).
 				 */
-				CHECK(hoist && site && hoist < site &&
-				      strstr(hoist, "mov.u32 %gxs_r0, %ctaid.x;") < site &&
-				      strstr(hoist, "setp.ne.u32 %gxs_qb, %gxs_r0, 0;") < site &&
-				      strstr(hoist, "ld.param") > site);
-				CHECK(strstr(site, "@%gxs_qb bra $gxs_G2;") &&
-				      strstr(site, "@%gxs_qb bra $gxs_G2;") <
+				CHECK(site && strstr(site, "mov.u32 %gxs_r0, %ctaid.x;") &&
+				      strstr(site, "setp.ne.u32 %gxs_qb, %gxs_r0, 0;\n\t@%gxs_qb bra $gxs_G2;") <
 				      strstr(site, "// gpuext: gpuext_probe_entry inlined"));
+				CHECK(hoist && site && hoist < site &&
+				      strstr(hoist, "setp.ge.u32 %gxs_qw, %gxs_r0, 32;") < site &&
+				      strstr(hoist, "setp.ne.u32 %gxs_qb") > site);
 				/* the lanes that entered leave together, then the guard's label */
 				CHECK_STR_CONTAINS(out, "$gxs_I2_end:\n\t}\n\tbar.warp.sync %gxs_m;\n$gxs_G2:\n");
 				/*

@@ -625,27 +625,38 @@ static void emit_site(struct splicer *s, int ev, bool mem, unsigned size)
 	 * probes do not run for skip the site, before any leader election. Block
 	 * first: with /first, every block but one leaves after three reads.
 	 */
-	/* computed once at the function's start (the hoisted code), tested here */
+	/*
+	 * Away from the entry the guards are computed once at the function's
+	 * start (the hoisted code) and tested here; at the entry, where that
+	 * start is anyway, in order, so that a block that fails the first
+	 * computes nothing of the second.
+	 */
 	if (s->guard[ev] & GX_GUARD_BLOCK0) {
-		if (!(s->guards_hoisted & GX_GUARD_BLOCK0))
-			oprintf(&s->hoist, "\t.reg .pred %%%s_qb;\n"
+		bool early = ev != GX_PROBE_ENTRY;
+
+		if (!early || !(s->guards_hoisted & GX_GUARD_BLOCK0))
+			oprintf(early ? &s->hoist : &s->out, "\t%s%%%s_qb;\n"
 				"\tmov.u32 %%%s_r0, %%ctaid.x;\n\tmov.u32 %%%s_r1, %%ctaid.y;\n"
 				"\tor.b32 %%%s_r0, %%%s_r0, %%%s_r1;\n\tmov.u32 %%%s_r1, %%ctaid.z;\n"
 				"\tor.b32 %%%s_r0, %%%s_r0, %%%s_r1;\n\tsetp.ne.u32 %%%s_qb, %%%s_r0, 0;\n",
-				p, p, p, p, p, p, p, p, p, p, p, p);
-		s->guards_hoisted |= GX_GUARD_BLOCK0;
+				"// block (0,0,0): ", p, p, p, p, p, p, p, p, p, p, p, p);
+		if (early)
+			s->guards_hoisted |= GX_GUARD_BLOCK0;
 		oprintf(&s->out, "\t@%%%s_qb bra $%s_G%u;\n", p, p, s->site_seq + 1);
 	}
 	if (s->guard[ev] & GX_GUARD_WARP0) {
-		if (!(s->guards_hoisted & GX_GUARD_WARP0))
-			oprintf(&s->hoist, "\t.reg .pred %%%s_qw;\n"
+		bool early = ev != GX_PROBE_ENTRY;
+
+		if (!early || !(s->guards_hoisted & GX_GUARD_WARP0))
+			oprintf(early ? &s->hoist : &s->out, "\t%s%%%s_qw;\n"
 				"\tmov.u32 %%%s_r0, %%tid.z;\n\tmov.u32 %%%s_r1, %%ntid.y;\n"
 				"\tmov.u32 %%%s_r2, %%tid.y;\n\tmad.lo.u32 %%%s_r0, %%%s_r0, %%%s_r1, %%%s_r2;\n"
 				"\tmov.u32 %%%s_r1, %%ntid.x;\n\tmov.u32 %%%s_r2, %%tid.x;\n"
 				"\tmad.lo.u32 %%%s_r0, %%%s_r0, %%%s_r1, %%%s_r2;\n"
 				"\tsetp.ge.u32 %%%s_qw, %%%s_r0, 32;\n",
-				p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p);
-		s->guards_hoisted |= GX_GUARD_WARP0;
+				"// warp 0: ", p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p);
+		if (early)
+			s->guards_hoisted |= GX_GUARD_WARP0;
 		oprintf(&s->out, "\t@%%%s_qw bra $%s_G%u;\n", p, p, s->site_seq + 1);
 	}
 	oprintf(&s->out, "\tmov.u64 %%%s_d, %llu;\n", p, s->kid);
@@ -1097,7 +1108,8 @@ static void emit_decls(struct splicer *s)
 
 	oprintf(&s->out, "\n\t// gpuext: probe registers and context (hal/nvidia/ptx_splice.c)\n"
 		"\t.reg .b64 %%%s_d, %%%s_a, %%%s_v, %%%s_c;\n\t.reg .b32 %%%s_r<3>, %%%s_m;\n"
-		"\t.reg .b16 %%%s_h;\n\t.reg .pred %%%s_q;\n", p, p, p, p, p, p, p, p);
+		"\t.reg .b16 %%%s_h;\n\t.reg .pred %%%s_q, %%%s_qb, %%%s_qw;\n", p, p, p, p, p, p, p,
+		p, p, p);
 }
 
 /*
