@@ -555,6 +555,12 @@ static void test_ring_drain_with(bool have_memset)
 	/* the counters are on their own 128-byte line, after every header */
 	CHECK_EQ_U64(gpuext_ptx_rb_drops_off(d.nr_slots) % 128, 0);
 	CHECK(gpuext_ptx_rb_drops_off(d.nr_slots) >= d.nr_slots * sizeof(*hd));
+	/* one shard, as tools/gpu/ptx_bundle_run.c lays it out (RING_AUX, RING_DROPS x 8) */
+	CHECK_EQ_U64(gpuext_ptx_rb_drops_off(1), 16 * 8);
+	CHECK_EQ_U64(gpuext_ptx_rb_aux_bytes(1), 136);
+	CHECK_EQ_U64(gpuext_ptx_rb_drops_off(0), gpuext_ptx_rb_drops_off(1));	/* 0 reads as 1 */
+	CHECK_EQ_U64(gpuext_ptx_rb_drops_off(8), 256);
+	CHECK_EQ_U64(gpuext_ptx_rb_aux_bytes(1024), 1024 * 40);
 	CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m, &s, &moved), 0);
 	CHECK_EQ_U64(m.ring_drops, 3);
 	CHECK_EQ_U64(moved, 1 + filled);

@@ -998,12 +998,28 @@ static void test_const_bank(const struct gx_pack *emitted)
 	}
 }
 
+/* The inliner with a hoisting plan of @b for the site @sfx: the site's text and the moved code. */
+static char *inline_hoisted(const struct gx_probe_body *b, const char *sfx, char **h)
+{
+	static const char *const args[GX_PROBE_NARGS] = { "%k", "%g", "%a", "%v", "%s" };
+	static const unsigned bits[GX_PROBE_NARGS] = { 64, 64, 64, 64, 32 };
+	struct gx_hoist_plan *plan = gx_hoist_plan_make(b);
+	char *t;
+
+	*h = NULL;
+	CHECK(plan != NULL);
+	t = gx_probe_body_inline(b, args, bits, sfx, plan, h);
+	gx_hoist_plan_free(plan);
+	return t;
+}
+
 /*
  * Hoisting: what depends only on the thread's place and on constants leaves
- * the site (renamed, declared, in dependency order), the rest stays: a lane
- * mask, a timer, a guarded line, a register written twice, a global load,
- * a special register read in inline assembly. Constants are copied, not
- * moved, and what stays live is bounded (GX_HOIST_LIVE_MAX).
+ * the site (renamed, declared, in body order), the rest stays: a lane mask,
+ * a timer, %smid (volatile), a guarded line, a register written twice, a
+ * global load, inline assembly but a register copy, a carry, two
+ * statements on a line, a symbol of the body's own. Constants are copied,
+ * not moved, and what stays live is bounded (GX_HOIST_LIVE_MAX).
  */
 static void test_hoist(void)
 {
@@ -1011,40 +1027,47 @@ static void test_hoist(void)
 		".visible .const .align 8 .b8 gpuext_rt_maps[40];\n"
 		".func gpuext_probe_exit(\n\t.param .b64 p_0,\n\t.param .b64 p_1,\n"
 		"\t.param .b64 p_2,\n\t.param .b64 p_3,\n\t.param .b32 p_4\n)\n{\n"
-		"\t.reg .pred \t%p<4>;\n\t.reg .b32 \t%r<20>;\n\t.reg .b64 \t%rd<12>;\n"
+		"\t.reg .pred \t%p<4>;\n\t.reg .b32 \t%r<24>;\n\t.reg .b64 \t%rd<12>;\n"
+		"\t.local .align 4 .b8 loc[8];\n"
 		"\tld.param.b64 \t%rd1, [p_0];\n"
+		"\tactivemask.b32 \t%r1;\n"			/* stays */
 		"\tmov.u32 \t%r2, %lanemask_lt;\n"		/* stays: a lane mask */
-		"\tsetp.ne.b32 \t%p1, %r2, 0;\n"		/* stays: reads it */
-		"\t@%p1 bra \t$L__BB0_2;\n"
-		"\tmad.lo.s32 \t%r5, %r4, %r3, 7;\n"		/* moves, though before its sources */
+		"\tand.b32 \t%r11, %r1, %r2;\n"
+		"\tsetp.ne.b32 \t%p1, %r11, 0;\n"		/* the leader election */
+		"\t@%p1 bra \t$L__BB0_2;\n"			/* the region goes on past it */
 		"\tmov.u32 \t%r3, %ntid.x;\n"			/* moves */
 		"\tmov.u32 \t%r4, %tid.y;\n"			/* moves */
-		"\tmov.b64 \t%rd2, gpuext_rt_maps;\n"		/* a constant: copied */
+		"\tmad.lo.s32 \t%r5, %r4, %r3, 7;\n"		/* moves */
+		"\tmov.b64 \t%rd7, gpuext_rt_maps;\n"		/* a constant: copied */
+		"\t// begin inline asm\n\tmov.b64 %rd2, %rd7;\n\t// end inline asm\n"	/* copied */
 		"\tld.const.u64 \t%rd3, [%rd2+8];\n"		/* a constant: copied */
 		"\tmul.wide.u32 \t%rd4, %r5, 8;\n"		/* moves */
 		"\tadd.s64 \t%rd5, %rd3, %rd4;\n"		/* moves: live at the site */
 		"\tmov.u64 \t%rd6, %globaltimer;\n"		/* stays: a timer */
+		"\tmov.u32 \t%r12, %smid;\n"			/* stays: volatile */
 		"\t@%p1 add.s32 \t%r6, %r5, 1;\n"		/* stays: guarded */
 		"\tadd.s32 \t%r7, %r5, 2;\n"			/* stays: %r7 written twice */
 		"\tadd.s32 \t%r7, %r7, 3;\n"
 		"\tld.global.u32 \t%r8, [%rd5];\n"		/* stays: a global load */
 		"\tadd.s32 \t%r9, %r8, 1;\n"			/* stays: reads it */
-		"\t// begin inline asm\n\tmov.u32 \t%r10, %smid;\n\t// end inline asm\n"
+		"\t// begin inline asm\n\t{\n\t.reg .b32 t;\n\tmov.u32 t, %ctaid.x;\n"
+		"\tmov.u32 %r10, t;\n\t}\n\t// end inline asm\n"	/* stays: asm */
+		"\tadd.cc.u32 \t%r13, %r3, 1;\n\taddc.u32 \t%r14, %r4, 0;\n"	/* stay: a carry */
+		"\tmov.u32 \t%r15, %ctaid.y; mov.u32 \t%r16, %ctaid.z;\n"	/* stays: two on a line */
+		"\tmov.u64 \t%rd8, loc;\n"			/* stays: the body's own symbol */
 		"\tst.global.u64 \t[%rd5], %rd6;\n"
-		"\tst.global.u32 \t[%rd5+8], %r10;\n"
-		"\tst.global.u32 \t[%rd5+12], %r9;\n"
-		"\tst.global.u32 \t[%rd5+16], %r7;\n"
-		"\tst.global.u32 \t[%rd5+20], %r6;\n"
-		"\tst.global.u64 \t[%rd5+24], %rd1;\n"
+		"\tst.global.v4.u32 \t[%rd5+8], {%r10, %r9, %r7, %r6};\n"
+		"\tst.global.v4.u32 \t[%rd5+24], {%r12, %r13, %r14, %r15};\n"
+		"\tst.global.u32 \t[%rd5+40], %r16;\n"
+		"\tst.global.u64 \t[%rd5+48], %rd1;\n"
+		"\tst.global.u64 \t[%rd5+56], %rd8;\n"
 		"$L__BB0_2:\n\tret;\n}\n";
-	static const char *const args[GX_PROBE_NARGS] = { "%k", "%g", "%a", "%v", "%s" };
-	static const unsigned bits[GX_PROBE_NARGS] = { 64, 64, 64, 64, 32 };
 	struct gx_probe_body b;
 	char err[200], *t, *h = NULL;
 
 	CHECK_EQ_INT(gx_probe_body_parse(probes, sizeof(probes) - 1, "gpuext_probe_exit", &b, err,
 					 sizeof(err)), 0);
-	t = gx_probe_body_inline(&b, args, bits, "S1", &h);
+	t = inline_hoisted(&b, "S1", &h);
 	CHECK(t != NULL && h != NULL);
 	if (t && h) {
 		const char *a;
@@ -1054,29 +1077,56 @@ static void test_hoist(void)
 		CHECK_STR_CONTAINS(h, "\t.reg .b64 %S1_h_rd5;\n");
 		a = strstr(h, "mov.u32 \t%S1_h_r3, %ntid.x;");
 		CHECK(a && strstr(h, "mov.u32 \t%S1_h_r4, %tid.y;") &&
-		      strstr(h, "mad.lo.s32 \t%S1_h_r5, %S1_h_r4, %S1_h_r3, 7;") > a &&
-		      strstr(h, "mad.lo.s32 \t%S1_h_r5") > strstr(h, "%S1_h_r4, %tid.y;"));
+		      strstr(h, "mad.lo.s32 \t%S1_h_r5, %S1_h_r4, %S1_h_r3, 7;") > a);
 		CHECK(strstr(h, "add.s64 \t%S1_h_rd5, %S1_h_rd3, %S1_h_rd4;") >
 		      strstr(h, "ld.const.u64 \t%S1_h_rd3, [%S1_h_rd2+8];"));
+		CHECK_STR_CONTAINS(h, "mov.b64 %S1_h_rd2, %S1_h_rd7;");
 		/* gone from the site, which reads the moved value by its new name */
 		CHECK(!strstr(t, "%ntid.x") && !strstr(t, "%tid.y") && !strstr(t, "mad.lo"));
 		CHECK_STR_CONTAINS(t, "ld.global.u32 \t%r8, [%S1_h_rd5];");
 		/* constants: the site keeps its own */
 		CHECK_STR_CONTAINS(t, "ld.const.u64 \t%rd3, [%rd2+8];");
+		CHECK_STR_CONTAINS(t, "mov.b64 %rd2, %rd7;");
 		/* stays */
+		CHECK_STR_CONTAINS(t, "activemask.b32 \t%r1;");
 		CHECK_STR_CONTAINS(t, "mov.u32 \t%r2, %lanemask_lt;");
 		CHECK_STR_CONTAINS(t, "mov.u64 \t%rd6, %globaltimer;");
+		CHECK_STR_CONTAINS(t, "mov.u32 \t%r12, %smid;");
 		CHECK_STR_CONTAINS(t, "@%p1 add.s32 \t%r6, %S1_h_r5, 1;");
 		CHECK_STR_CONTAINS(t, "add.s32 \t%r7, %S1_h_r5, 2;");
 		CHECK_STR_CONTAINS(t, "add.s32 \t%r9, %r8, 1;");
-		CHECK_STR_CONTAINS(t, "mov.u32 \t%r10, %smid;");
+		CHECK_STR_CONTAINS(t, "mov.u32 t, %ctaid.x;");
+		CHECK_STR_CONTAINS(t, "mov.u32 %r10, t;");
+		CHECK_STR_CONTAINS(t, "add.cc.u32 \t%r13, %S1_h_r3, 1;");
+		CHECK_STR_CONTAINS(t, "mov.u32 \t%r15, %ctaid.y; mov.u32 \t%r16, %ctaid.z;");
+		CHECK_STR_CONTAINS(t, "mov.u64 \t%rd8, loc;");
 		CHECK_STR_CONTAINS(t, "mov.b64 %rd1, %k;");
 		CHECK(!strstr(h, "lanemask") && !strstr(h, "globaltimer") && !strstr(h, "%smid") &&
-		      !strstr(h, "ld.global") && !strstr(h, "%r7") && !strstr(h, "%p1"));
+		      !strstr(h, "ld.global") && !strstr(h, "%r7") && !strstr(h, "%p1") &&
+		      !strstr(h, "t, ") && !strstr(h, ".cc") && !strstr(h, "%ctaid") &&
+		      !strstr(h, "loc"));
 	}
 	free(t);
 	free(h);
 	gx_probe_body_free(&b);
+	/* a register read before the line that writes it (a loop, say): nothing moves */
+	{
+		static const char loop[] =
+			".func gpuext_probe_exit(\n\t.param .b64 p_0\n)\n{\n"
+			"\t.reg .b32 \t%r<4>;\n\t.reg .b64 \t%rd<3>;\n"
+			"\tld.param.b64 \t%rd1, [p_0];\n"
+			"\tmad.lo.s32 \t%r3, %r1, %r2, 7;\n"
+			"\tmov.u32 \t%r1, %ntid.x;\n\tmov.u32 \t%r2, %tid.y;\n"
+			"\tst.global.u32 \t[%rd1], %r3;\n\tret;\n}\n";
+
+		CHECK_EQ_INT(gx_probe_body_parse(loop, sizeof(loop) - 1, "gpuext_probe_exit", &b, err,
+						 sizeof(err)), 0);
+		t = inline_hoisted(&b, "S4", &h);
+		CHECK(t && h && !strcmp(h, "") && strstr(t, "mov.u32 \t%r1, %ntid.x;"));
+		free(t);
+		free(h);
+		gx_probe_body_free(&b);
+	}
 	/*
 	 * A branch that can skip whole warps (here on %tid.y) ends what may
 	 * move: what follows it runs in few warps, and would run in all of them.
@@ -1095,7 +1145,7 @@ static void test_hoist(void)
 
 		CHECK_EQ_INT(gx_probe_body_parse(skip, sizeof(skip) - 1, "gpuext_probe_exit", &b, err,
 						 sizeof(err)), 0);
-		t = gx_probe_body_inline(&b, args, bits, "S3", &h);
+		t = inline_hoisted(&b, "S3", &h);
 		CHECK(t && h);
 		if (t && h) {
 			/* before the branch: moves; after it: stays */
@@ -1134,7 +1184,7 @@ static void test_hoist(void)
 		snprintf(body + o, sizeof(body) - o, "\tret;\n}\n");
 		CHECK_EQ_INT(gx_probe_body_parse(body, strlen(body), "gpuext_probe_exit", &b, err,
 						 sizeof(err)), 0);
-		t = gx_probe_body_inline(&b, args, bits, "S2", &h);
+		t = inline_hoisted(&b, "S2", &h);
 		CHECK(t != NULL && h != NULL);
 		for (int i = 0; t && h && i < 10; i++) {
 			snprintf(name, sizeof(name), "%%S2_h_rd%d]", i + 2);
@@ -1173,7 +1223,7 @@ static void test_inline(void)
 					 sizeof(err)), 0);
 	CHECK_EQ_INT(b.nparams, 5);
 	CHECK(!strcmp(b.params[0], "p_0") && !strcmp(b.params[4], "p_4"));
-	t = gx_probe_body_inline(&b, args, bits, "X7", NULL);
+	t = gx_probe_body_inline(&b, args, bits, "X7", NULL, NULL);
 	CHECK(t != NULL);
 	if (t) {
 		static const char want[] = "\t{\t// gpuext: gpuext_probe_exit inlined (hal/nvidia/ptx_inline.c)\n"

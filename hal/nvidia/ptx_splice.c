@@ -178,6 +178,7 @@ struct splicer {
 	unsigned long long kid;	/* the kernel being instrumented: its id ... */
 	const char *param0;	/* ... and first parameter's name ("" if none) */
 	struct gx_probe_body body[GX_PROBE_NR];	/* the probe functions, inlined at the sites */
+	struct gx_hoist_plan *plan[GX_PROBE_NR];	/* what moves from their sites (made at first use) */
 	uint32_t guard[GX_PROBE_NR];	/* GX_GUARD_* tested before each site of the event */
 	unsigned site_seq;
 	bool probes_declared;
@@ -676,7 +677,15 @@ static void emit_site(struct splicer *s, int ev, bool mem, unsigned size)
 	 * whole, or every warp would compute at the start what few of them use.
 	 */
 	hoisted = NULL;
-	text = gx_probe_body_inline(&s->body[ev], args, bits, sfx, s->guard[ev] ? NULL : &hoisted);
+	if (!s->guard[ev] && !s->plan[ev]) {
+		s->plan[ev] = gx_hoist_plan_make(&s->body[ev]);
+		if (!s->plan[ev]) {
+			s->out.oom = true;
+			return;
+		}
+	}
+	text = gx_probe_body_inline(&s->body[ev], args, bits, sfx, s->guard[ev] ? NULL : s->plan[ev],
+				    s->guard[ev] ? NULL : &hoisted);
 	if (!text) {
 		s->out.oom = true;
 		return;
@@ -1638,8 +1647,10 @@ int gx_ptx_splice(const char *ptx, size_t ptx_len, const struct gx_pack *pack, c
 	free(s.funcs.p);
 	free(s.hoist.p);
 	free(global_pack.ptx);
-	for (int e = 0; e < GX_PROBE_NR; e++)
+	for (int e = 0; e < GX_PROBE_NR; e++) {
 		gx_probe_body_free(&s.body[e]);
+		gx_hoist_plan_free(s.plan[e]);
+	}
 	if (!s.rc && s.out.oom)
 		s.rc = -ENOMEM;
 	if (s.rc) {

@@ -109,20 +109,35 @@ int gx_probe_body_parse(const char *ptx, size_t len, const char *name, struct gx
 			char *err, size_t err_len);
 void gx_probe_body_free(struct gx_probe_body *b);
 
-/* Values a site's hoisted code may keep live across the kernel, in 32-bit registers. */
+/*
+ * Hoisting (ptx_hoist.c says what moves and why): a plan made once per
+ * probe body; NULL on ENOMEM. GX_HOIST_LIVE_MAX: 32-bit registers a site's
+ * moved code may keep live from the function's start.
+ */
 #define GX_HOIST_LIVE_MAX 6
+struct gx_hoist_plan;
+struct gx_hoist_plan *gx_hoist_plan_make(const struct gx_probe_body *b);
+void gx_hoist_plan_free(struct gx_hoist_plan *plan);
+/* Whether the body's line @line (0-based) moves; whether register @tok is renamed at the site. */
+bool gx_hoist_line_moved(const struct gx_hoist_plan *plan, int line);
+bool gx_hoist_reg_renamed(const struct gx_hoist_plan *plan, const char *tok, size_t n, bool site);
+/*
+ * What moves, for the site @sfx: its registers declared ("%@sfx_h_NAME")
+ * and its lines, to go at the function's start; "" when nothing does (or
+ * @plan is NULL). malloc'd; NULL on ENOMEM.
+ */
+char *gx_hoist_text(const struct gx_hoist_plan *plan, const char *sfx);
 
 /*
  * The body as a nested block for one site: parameter k read from register
  * @args[k] (@arg_bits[k] wide), labels suffixed "_@sfx", "ret;" a branch to
- * the block's end label $@sfx_end. With @hoisted, what depends only on the
- * thread's place in the launch and on constants is taken out and returned
- * in *@hoisted (declarations and instructions, registers named
- * "%@sfx_h_NAME"), for the caller to put at the start of the function
- * (ptx_inline.c says what moves); "" when nothing does. malloc'd; NULL on
- * ENOMEM (*@hoisted NULL too).
+ * the block's end label $@sfx_end. With @plan (may be NULL: nothing moves),
+ * the lines it moves are left out and their registers renamed, and with
+ * @hoisted the moved code for the function's start comes back in *@hoisted
+ * (gx_hoist_text). malloc'd; NULL on ENOMEM (*@hoisted NULL too).
  */
 char *gx_probe_body_inline(const struct gx_probe_body *b, const char *const args[GX_PROBE_NARGS],
-			   const unsigned arg_bits[GX_PROBE_NARGS], const char *sfx, char **hoisted);
+			   const unsigned arg_bits[GX_PROBE_NARGS], const char *sfx,
+			   const struct gx_hoist_plan *plan, char **hoisted);
 
 #endif

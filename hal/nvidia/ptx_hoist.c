@@ -1,0 +1,755 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Hoisting: what a probe computes from the thread's place in the launch
+ * moves from its sites to the start of the function.
+ *
+ * An exit site runs on a warp's way out: whatever it computes holds the
+ * warp, and its block's slot on the SM, that much longer. Much of a probe
+ * depends only on %tid/%ntid/%ctaid/%nctaid/%laneid, on immediates and on
+ * the module's constant tables (ld.const: the map descriptors), so it can
+ * run once at the function's start instead, while the kernel's own first
+ * loads are in flight. Measured on the H100, hand-edited PTX of the
+ * stencil under threadhist: 1.095x -> 1.071x.
+ *
+ * The plan (gx_hoist_plan_make) is made once per probe body; each site
+ * then renames the moved registers to its own names (gx_hoist_text for
+ * the function's start, gx_hoist_line_moved / gx_hoist_reg_renamed for the
+ * site). A line moves when all of these hold:
+ *   - one statement, unguarded, of mov, add, sub, mul, mad, shl, shr, and,
+ *     or, xor, not, neg, min, max, cvt, cvta, selp, setp (no carry: .cc) or
+ *     ld.const, writing one register that no other line writes;
+ *   - what it reads: registers that move too, immediates, gpuext_rt_*
+ *     symbols (the runtime's module-scope tables) and the special registers
+ *     above. Not %smid or %warpid (the PTX ISA calls them volatile: a
+ *     preempted thread may come back elsewhere), not the clocks or lane
+ *     masks;
+ *   - not inside inline assembly, except one register-to-register mov.b64
+ *     (how ptx_runtime.c hides the table's address from LLVM);
+ *   - before the first branch that can skip whole warps: only a branch on
+ *     a value of the lanes alone (%laneid, %lanemask_*, activemask: the
+ *     leader election) lets the region go on, since one lane of every warp
+ *     passes it. Past any other (warp_id != 0, a NULL map, a full ring) a
+ *     line runs in few warps, and at the start it would run in all: with
+ *     that, launchlate on the stencil went from 1.018x to 1.061x.
+ * Constants (lines that read no special register, only other constants)
+ * are copied: the site keeps its own, so they never stay live. Of the
+ * rest, the values a remaining line reads stay live from the start: at
+ * most GX_HOIST_LIVE_MAX 32-bit registers per site (a predicate counts
+ * as one), else values go back to the site one at a time, each time the one
+ * that keeps the most code moved, until the rest fits.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptx_splice.h"
+
+#define HOIST_MAX_FAMILIES 16
+#define HOIST_MAX_FAMILY_REGS 65536
+
+struct hreg {
+	char name[24];		/* "%rd15" */
+	char type[8];		/* ".b64" (from the family's .reg declaration) */
+	int defs;		/* lines that write it (2: unknown, counts as many) */
+	int def_line;		/* the one that does, when defs == 1 */
+	bool hoist;		/* moves (or, with dup, is copied) to the start */
+	bool live;		/* moved, and read by a line that stays */
+	bool dup;		/* a constant: the site keeps its own copy */
+	bool lanes;		/* a value of the lanes alone (see hoist_region) */
+};
+
+struct hline {
+	const char *p;
+	size_t n;
+	bool cand;		/* may move if what it reads does */
+	bool sreg;		/* reads a special register */
+	bool moved;		/* taken out of the site */
+	bool emit;		/* written at the start (moved, or a copied constant) */
+};
+
+struct hfam {
+	char pfx[16];		/* "%rd" */
+	char type[8];		/* ".b64" */
+	unsigned count;		/* %rd<count> */
+	int *idx;		/* register number -> index in regs, -1: none yet */
+};
+
+struct gx_hoist_plan {
+	struct hfam fam[HOIST_MAX_FAMILIES];
+	int nfam;
+	struct hreg *regs;
+	int nregs, capregs;
+	struct hline *lines;
+	int nlines;
+	bool oom;
+};
+
+static const char *const hoist_sregs[] = {
+	"%tid.x", "%tid.y", "%tid.z", "%ntid.x", "%ntid.y", "%ntid.z", "%ctaid.x", "%ctaid.y",
+	"%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z", "%laneid", "%nsmid", "%nwarpid",
+};
+
+static const char *const hoist_ops[] = {
+	"mov", "add", "sub", "mul", "mad", "shl", "shr", "and", "or", "xor", "not", "neg",
+	"min", "max", "cvt", "cvta", "selp", "setp",
+};
+
+static bool is_idc(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '$';
+}
+
+static bool tok_is(const char *a, size_t n, const char *s)
+{
+	return strlen(s) == n && !memcmp(a, s, n);
+}
+
+static bool starts(const char *a, const char *e, const char *s)
+{
+	size_t n = strlen(s);
+
+	return (size_t)(e - a) >= n && !memcmp(a, s, n);
+}
+
+/*
+ * Next "%name" token in [*p, e): its start and length. Special registers
+ * have a dot (%tid.x); register names have none, so "%r5.x" would read as
+ * one token that is no register (and so nothing that names it moves).
+ */
+static bool next_pct(const char **p, const char *e, const char **tok, size_t *n)
+{
+	const char *q = *p;
+
+	while (q < e && *q != '%')
+		q++;
+	if (q >= e)
+		return false;
+	*tok = q++;
+	while (q < e && (is_idc(*q) || *q == '.'))
+		q++;
+	*n = (size_t)(q - *tok);
+	*p = q;
+	return true;
+}
+
+/* The register @a (@n bytes) of a declared family: its index in regs (made with @add), or -1. */
+static int hreg_find(struct gx_hoist_plan *h, const char *a, size_t n, bool add)
+{
+	for (int f = 0; f < h->nfam; f++) {
+		struct hfam *F = &h->fam[f];
+		size_t fl = strlen(F->pfx), i;
+		unsigned long k = 0;
+
+		if (n <= fl || memcmp(a, F->pfx, fl) || (a[fl] == '0' && n > fl + 1))
+			continue;
+		for (i = fl; i < n && a[i] >= '0' && a[i] <= '9' && k < HOIST_MAX_FAMILY_REGS; i++)
+			k = k * 10 + (unsigned long)(a[i] - '0');
+		if (i != n || k >= F->count)
+			continue;	/* %rd15 is not of %r; %r<26> has no %r30 */
+		if (F->idx[k] >= 0 || !add)
+			return F->idx[k];
+		if (h->nregs == h->capregs) {
+			int cap = h->capregs ? h->capregs * 2 : 64;
+			struct hreg *r = realloc(h->regs, (size_t)cap * sizeof(*r));
+
+			if (!r) {
+				h->oom = true;
+				return -1;
+			}
+			h->regs = r;
+			h->capregs = cap;
+		}
+		memset(&h->regs[h->nregs], 0, sizeof(h->regs[0]));
+		memcpy(h->regs[h->nregs].name, a, n);
+		memcpy(h->regs[h->nregs].type, F->type, sizeof(F->type));
+		h->regs[h->nregs].def_line = -1;
+		F->idx[k] = h->nregs;
+		return h->nregs++;
+	}
+	return -1;
+}
+
+/* ".reg .b32 %r<26>;" -> a register family. */
+static void hoist_family(struct gx_hoist_plan *h, const char *l, const char *e)
+{
+	const char *t = l + 4, *pc, *lt;
+	struct hfam *F;
+	size_t tl;
+	unsigned long count;
+
+	while (t < e && (*t == ' ' || *t == '\t'))
+		t++;
+	for (tl = 0; t + tl < e && (is_idc(t[tl]) || t[tl] == '.'); tl++)
+		;
+	pc = memchr(t, '%', (size_t)(e - t));
+	lt = pc ? memchr(pc, '<', (size_t)(e - pc)) : NULL;
+	if (!tl || tl >= sizeof(F->type) || !lt || (size_t)(lt - pc) >= sizeof(F->pfx) ||
+	    h->nfam == HOIST_MAX_FAMILIES)
+		return;
+	count = strtoul(lt + 1, NULL, 10);
+	if (!count || count > HOIST_MAX_FAMILY_REGS)
+		return;
+	F = &h->fam[h->nfam];
+	F->idx = malloc(count * sizeof(int));
+	if (!F->idx) {
+		h->oom = true;
+		return;
+	}
+	memset(F->idx, 0xff, count * sizeof(int));
+	memcpy(F->type, t, tl);
+	F->type[tl] = '\0';
+	memcpy(F->pfx, pc, (size_t)(lt - pc));
+	F->pfx[lt - pc] = '\0';
+	F->count = (unsigned)count;
+	h->nfam++;
+}
+
+/* Every register line @li names counts as written twice: nothing that reads one moves. */
+static void poison_line(struct gx_hoist_plan *h, int li)
+{
+	const char *q = h->lines[li].p, *e = q + h->lines[li].n, *tok;
+	size_t n;
+
+	while (next_pct(&q, e, &tok, &n)) {
+		int r = hreg_find(h, tok, n, true);
+
+		if (r >= 0)
+			h->regs[r].defs += 2;
+	}
+	h->lines[li].cand = false;
+}
+
+/* Whether every operand of [p, e) that is neither a register nor a number is a gpuext_rt_* symbol. */
+static bool symbols_ok(const char *p, const char *e)
+{
+	while (p < e) {
+		const char *s = p;
+
+		if (*p == '%') {
+			p++;
+			while (p < e && (is_idc(*p) || *p == '.'))
+				p++;
+			continue;
+		}
+		if (!is_idc(*p)) {
+			p++;
+			continue;
+		}
+		while (p < e && (is_idc(*p) || *p == '.'))
+			p++;
+		if (*s >= '0' && *s <= '9')
+			continue;	/* 7, 0x1f, 0f3F800000 */
+		if (!starts(s, p, "gpuext_rt_"))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * One line: whether it may move (cand), what it writes, whether it reads a
+ * special register. @in_asm: between LLVM's inline-assembly markers.
+ */
+static void hoist_scan_line(struct gx_hoist_plan *h, int li, bool in_asm)
+{
+	struct hline *L = &h->lines[li];
+	const char *p = L->p, *e = L->p + L->n, *op, *ope, *tok, *ops, *dst_end, *c;
+	size_t n, opn;
+	bool writes, cand = false, sreg_ok = true, guarded = false;
+	int ndst = 0, semis = 0, depth = 0;
+
+	c = memmem(p, L->n, "//", 2);
+	if (c)
+		e = c;
+	while (p < e && (*p == ' ' || *p == '\t'))
+		p++;
+	while (e > p && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+		e--;
+	if (p >= e || *p == '$' || *p == '.' || *p == '}')
+		return;	/* blank, comment, label, declaration, block end */
+	for (c = p; c < e; c++)
+		semis += *c == ';';
+	if (*p == '{' || semis != 1 || e[-1] != ';') {
+		poison_line(h, li);	/* a block, or several statements on a line */
+		return;
+	}
+	if (*p == '@') {
+		guarded = true;
+		while (p < e && *p != ' ' && *p != '\t')
+			p++;
+		while (p < e && (*p == ' ' || *p == '\t'))
+			p++;
+	}
+	op = p;
+	while (p < e && *p != ' ' && *p != '\t' && *p != ';')
+		p++;
+	ope = p;
+	ops = p;
+	for (opn = 0; op + opn < ope && op[opn] != '.'; opn++)
+		;
+	for (size_t i = 0; i < sizeof(hoist_ops) / sizeof(hoist_ops[0]); i++)
+		if (tok_is(op, opn, hoist_ops[i]))
+			cand = true;
+	if (starts(op, ope, "ld.const."))
+		cand = true;
+	if (memmem(op, (size_t)(ope - op), ".cc", 3))
+		cand = false;	/* a carry for a later addc: they stay together */
+	if (in_asm) {
+		/* only "mov.b64 %a, %b;" */
+		const char *q = ops, *t1, *t2;
+		size_t n1, n2;
+
+		if (!starts(op, ope, "mov.b64") || ope - op != 7 || !next_pct(&q, e, &t1, &n1) ||
+		    !next_pct(&q, e, &t2, &n2) || next_pct(&q, e, &tok, &n) ||
+		    hreg_find(h, t1, n1, true) < 0 || hreg_find(h, t2, n2, true) < 0) {
+			poison_line(h, li);
+			return;
+		}
+	}
+	writes = !starts(op, ope, "st.") && !tok_is(op, opn, "st") && !tok_is(op, opn, "red") &&
+		 !tok_is(op, opn, "bra") && !tok_is(op, opn, "brx") && !tok_is(op, opn, "bar") &&
+		 !tok_is(op, opn, "barrier") && !tok_is(op, opn, "ret") &&
+		 !tok_is(op, opn, "exit") && !tok_is(op, opn, "trap") &&
+		 !tok_is(op, opn, "membar") && !tok_is(op, opn, "fence") &&
+		 !tok_is(op, opn, "prefetch");
+	/* the first operand (braces and brackets kept whole) is what it writes */
+	for (dst_end = ops; dst_end < e; dst_end++) {
+		depth += *dst_end == '{' || *dst_end == '[' ? 1 : *dst_end == '}' || *dst_end == ']' ? -1 : 0;
+		if (depth == 0 && (*dst_end == ',' || *dst_end == ';'))
+			break;
+	}
+	for (const char *q = ops; next_pct(&q, e, &tok, &n);) {
+		int r = hreg_find(h, tok, n, true);
+		bool known = false;
+
+		if (r < 0) {
+			for (size_t i = 0; i < sizeof(hoist_sregs) / sizeof(hoist_sregs[0]); i++)
+				known |= tok_is(tok, n, hoist_sregs[i]);
+			if (!known)
+				sreg_ok = false;	/* a clock, a lane mask, %smid, a site argument */
+			L->sreg = true;
+			continue;
+		}
+		if (writes && tok < dst_end) {
+			h->regs[r].defs++;
+			h->regs[r].def_line = li;
+			ndst++;
+		}
+	}
+	L->cand = cand && !guarded && sreg_ok && ndst == 1 && !memchr(ops, '|', (size_t)(dst_end - ops)) &&
+		  symbols_ok(dst_end, e);
+}
+
+/*
+ * The region that may move ends at the first branch that can skip whole
+ * warps; a branch on a value of the lanes alone (the leader election:
+ * activemask & %lanemask_lt) lets it go on. "Lanes alone": computed only
+ * from %laneid, %lanemask_*, activemask, immediates and other such values.
+ */
+static void hoist_region(struct gx_hoist_plan *h)
+{
+	bool region = true;
+
+	for (int li = 0; li < h->nlines; li++) {
+		const char *p = h->lines[li].p, *e = p + h->lines[li].n, *q, *tok, *op, *c;
+		size_t n;
+		bool lanes = true, any = false, guarded = false, guard_lanes = false;
+		int dst = -1;
+
+		if (!region) {
+			h->lines[li].cand = false;
+			continue;
+		}
+		c = memmem(p, h->lines[li].n, "//", 2);
+		if (c)
+			e = c;
+		while (p < e && (*p == ' ' || *p == '\t'))
+			p++;
+		if (p >= e || *p == '$' || *p == '.' || *p == '}' || *p == '{')
+			continue;
+		if (*p == '@') {
+			guarded = true;
+			q = p;
+			if (next_pct(&q, e, &tok, &n)) {
+				int r = hreg_find(h, tok, n, false);
+
+				guard_lanes = r >= 0 && h->regs[r].lanes;
+			}
+			while (p < e && *p != ' ' && *p != '\t')
+				p++;
+			while (p < e && (*p == ' ' || *p == '\t'))
+				p++;
+		}
+		op = p;
+		if (starts(op, e, "bra") || starts(op, e, "brx") || starts(op, e, "ret") ||
+		    starts(op, e, "exit") || starts(op, e, "trap") || starts(op, e, "call")) {
+			if (!(guarded && guard_lanes && starts(op, e, "bra")))
+				region = false;
+			continue;
+		}
+		if (guarded || starts(op, e, "st.") || starts(op, e, "red.") || starts(op, e, "bar"))
+			continue;
+		any = starts(op, e, "activemask");
+		for (q = op; next_pct(&q, e, &tok, &n);) {
+			int r = hreg_find(h, tok, n, false);
+
+			if (dst < 0 && r >= 0) {
+				dst = r;	/* the first register: what the line writes */
+				continue;
+			}
+			if (r >= 0) {
+				lanes &= h->regs[r].lanes;
+				any = true;
+			} else if (starts(tok, tok + n, "%lanemask") || tok_is(tok, n, "%laneid")) {
+				any = true;
+			} else {
+				lanes = false;
+			}
+		}
+		if (dst >= 0 && lanes && any && (starts(op, e, "activemask") || starts(op, e, "mov") ||
+						   starts(op, e, "and") || starts(op, e, "or") ||
+						   starts(op, e, "xor") || starts(op, e, "not") ||
+						   starts(op, e, "setp") || starts(op, e, "shl") ||
+						   starts(op, e, "shr") || starts(op, e, "sub") ||
+						   starts(op, e, "add") || starts(op, e, "popc")))
+			h->regs[dst].lanes = true;
+	}
+}
+
+static unsigned hreg_units(const struct hreg *r)
+{
+	return r->type[1] && !strcmp(r->type + 2, "64") ? 2 : 1;
+}
+
+/* Whether line @li reads a register (other than @self) for which @bad holds. */
+static bool reads_where(struct gx_hoist_plan *h, int li, int self, bool (*bad)(const struct hreg *))
+{
+	const char *q = h->lines[li].p, *e = q + h->lines[li].n, *tok;
+	size_t n;
+
+	while (next_pct(&q, e, &tok, &n)) {
+		int r = hreg_find(h, tok, n, false);
+
+		if (r >= 0 && r != self && bad(&h->regs[r]))
+			return true;
+	}
+	return false;
+}
+
+static bool not_hoisted(const struct hreg *r)
+{
+	return !r->hoist;
+}
+
+static bool not_dup(const struct hreg *r)
+{
+	return !r->dup;
+}
+
+/* Keeps at the site every register whose line reads one that stays there. */
+static void hoist_close(struct gx_hoist_plan *h)
+{
+	for (bool changed = true; changed;) {
+		changed = false;
+		for (int i = 0; i < h->nregs; i++)
+			if (h->regs[i].hoist && reads_where(h, h->regs[i].def_line, i, not_hoisted)) {
+				h->regs[i].hoist = false;
+				changed = true;
+			}
+	}
+}
+
+/* Marks moved lines and live registers (moved, read by a line that stays); their units. */
+static unsigned hoist_live(struct gx_hoist_plan *h)
+{
+	unsigned live = 0;
+
+	for (int i = 0; i < h->nregs; i++)
+		h->regs[i].live = false;
+	for (int li = 0; li < h->nlines; li++)
+		h->lines[li].moved = h->lines[li].emit = false;
+	for (int i = 0; i < h->nregs; i++)
+		if (h->regs[i].hoist) {
+			h->lines[h->regs[i].def_line].emit = true;
+			h->lines[h->regs[i].def_line].moved = !h->regs[i].dup;
+		}
+	for (int li = 0; li < h->nlines; li++) {
+		const char *q = h->lines[li].p, *e = q + h->lines[li].n, *tok;
+		size_t n;
+
+		if (h->lines[li].moved)
+			continue;
+		while (next_pct(&q, e, &tok, &n)) {
+			int r = hreg_find(h, tok, n, false);
+
+			if (r >= 0 && h->regs[r].hoist && !h->regs[r].dup)
+				h->regs[r].live = true;
+		}
+	}
+	for (int i = 0; i < h->nregs; i++)
+		if (h->regs[i].hoist && h->regs[i].live)
+			live += hreg_units(&h->regs[i]);
+	return live;
+}
+
+/*
+ * Whether the moved lines can be written in an order where each follows the
+ * lines whose registers it reads (a register read before the line that writes
+ * it, in a loop say, cannot). On false nothing moves.
+ */
+static bool hoist_ordered(struct gx_hoist_plan *h)
+{
+	bool *done = calloc((size_t)h->nlines + 1, sizeof(bool));
+	int left = 0;
+
+	if (!done) {
+		h->oom = true;
+		return false;
+	}
+	for (int li = 0; li < h->nlines; li++)
+		left += h->lines[li].emit;
+	for (int li = 0; li < h->nlines; li++) {
+		const char *q, *e, *tok;
+		size_t n;
+		bool ready = true;
+
+		if (!h->lines[li].emit)
+			continue;
+		q = h->lines[li].p;
+		e = q + h->lines[li].n;
+		while (next_pct(&q, e, &tok, &n)) {
+			int r = hreg_find(h, tok, n, false);
+
+			if (r >= 0 && h->regs[r].hoist && h->regs[r].def_line != li &&
+			    !done[h->regs[r].def_line])
+				ready = false;
+		}
+		if (ready) {
+			done[li] = true;
+			left--;
+		}
+	}
+	free(done);
+	return left == 0;
+}
+
+struct gx_hoist_plan *gx_hoist_plan_make(const struct gx_probe_body *b)
+{
+	struct gx_hoist_plan *h = calloc(1, sizeof(*h));
+	bool in_asm = false;
+	int cap = 0;
+	unsigned live;
+
+	if (!h)
+		return NULL;
+	for (const char *l = b->text; l < b->text + b->len;) {
+		const char *nl = memchr(l, '\n', (size_t)(b->text + b->len - l));
+		size_t n = nl ? (size_t)(nl - l) : (size_t)(b->text + b->len - l);
+		const char *t = l;
+
+		if (h->nlines == cap) {
+			struct hline *nl2;
+
+			cap = cap ? cap * 2 : 256;
+			nl2 = realloc(h->lines, (size_t)cap * sizeof(*nl2));
+			if (!nl2) {
+				gx_hoist_plan_free(h);
+				return NULL;
+			}
+			h->lines = nl2;
+		}
+		memset(&h->lines[h->nlines], 0, sizeof(h->lines[0]));
+		h->lines[h->nlines].p = l;
+		h->lines[h->nlines++].n = n;
+		while (t < l + n && (*t == ' ' || *t == '\t'))
+			t++;
+		if (memmem(l, n, "// begin inline asm", 19))
+			in_asm = true;
+		else if (memmem(l, n, "// end inline asm", 17))
+			in_asm = false;
+		else if (!in_asm && starts(t, l + n, ".reg"))
+			hoist_family(h, t, l + n);
+		l = nl ? nl + 1 : b->text + b->len;
+	}
+	in_asm = false;
+	for (int li = 0; li < h->nlines; li++) {
+		const char *l = h->lines[li].p;
+		size_t n = h->lines[li].n;
+
+		if (memmem(l, n, "// begin inline asm", 19))
+			in_asm = true;
+		else if (memmem(l, n, "// end inline asm", 17))
+			in_asm = false;
+		else
+			hoist_scan_line(h, li, in_asm);
+	}
+	hoist_region(h);
+	for (int i = 0; i < h->nregs; i++) {
+		struct hreg *r = &h->regs[i];
+
+		r->hoist = r->defs == 1 && r->def_line >= 0 && h->lines[r->def_line].cand;
+	}
+	hoist_close(h);
+	/* constants: no special register read, and only constants read */
+	for (int i = 0; i < h->nregs; i++)
+		h->regs[i].dup = h->regs[i].hoist && !h->lines[h->regs[i].def_line].sreg;
+	for (bool changed = true; changed;) {
+		changed = false;
+		for (int i = 0; i < h->nregs; i++)
+			if (h->regs[i].dup && reads_where(h, h->regs[i].def_line, i, not_dup)) {
+				h->regs[i].dup = false;
+				changed = true;
+			}
+	}
+	while ((live = hoist_live(h)) > GX_HOIST_LIVE_MAX) {
+		int best = -1, best_moved = -1, least = -1;
+		unsigned best_live = ~0u, least_live = ~0u;
+
+		/* each live value back at the site in turn, on a copy of the flags */
+		for (int c = 0; c < h->nregs; c++) {
+			bool *keep;
+			unsigned l;
+			int moved = 0;
+
+			if (!h->regs[c].hoist || h->regs[c].dup || !h->regs[c].live)
+				continue;
+			keep = malloc((size_t)h->nregs * sizeof(bool));
+			if (!keep) {
+				h->oom = true;
+				break;
+			}
+			for (int i = 0; i < h->nregs; i++)
+				keep[i] = h->regs[i].hoist;
+			h->regs[c].hoist = false;
+			hoist_close(h);
+			for (int i = 0; i < h->nregs; i++)
+				moved += h->regs[i].hoist && !h->regs[i].dup;
+			l = hoist_live(h);
+			/* the most moved code that leaves less live; then the least live */
+			if (l < live && (moved > best_moved || (moved == best_moved && l < best_live))) {
+				best = c;
+				best_live = l;
+				best_moved = moved;
+			}
+			if (l < least_live) {
+				least = c;
+				least_live = l;
+			}
+			for (int i = 0; i < h->nregs; i++)
+				h->regs[i].hoist = keep[i];
+			free(keep);
+			hoist_live(h);
+		}
+		if (best < 0)
+			best = least;	/* none frees anything alone: one back all the same */
+		if (best < 0 || h->oom)
+			break;
+		h->regs[best].hoist = false;
+		hoist_close(h);
+	}
+	if (h->oom) {
+		gx_hoist_plan_free(h);
+		return NULL;
+	}
+	if (live > GX_HOIST_LIVE_MAX || !hoist_ordered(h)) {
+		for (int i = 0; i < h->nregs; i++)
+			h->regs[i].hoist = false;
+		hoist_live(h);
+	}
+	if (h->oom) {
+		gx_hoist_plan_free(h);
+		return NULL;
+	}
+	return h;
+}
+
+void gx_hoist_plan_free(struct gx_hoist_plan *h)
+{
+	if (!h)
+		return;
+	for (int f = 0; f < h->nfam; f++)
+		free(h->fam[f].idx);
+	free(h->regs);
+	free(h->lines);
+	free(h);
+}
+
+bool gx_hoist_line_moved(const struct gx_hoist_plan *h, int line)
+{
+	return h && line >= 0 && line < h->nlines && h->lines[line].moved;
+}
+
+bool gx_hoist_reg_renamed(const struct gx_hoist_plan *h, const char *tok, size_t n, bool site)
+{
+	int r;
+
+	if (!h)
+		return false;
+	r = hreg_find((struct gx_hoist_plan *)h, tok, n, false);	/* add false: no change */
+	return r >= 0 && h->regs[r].hoist && !(site && h->regs[r].dup);
+}
+
+/* Appends @n bytes; false on ENOMEM. */
+static bool hput(char **o, size_t *len, size_t *cap, const char *s, size_t n)
+{
+	if (*len + n + 1 > *cap) {
+		size_t nc = (*cap ? *cap * 2 : 1024) + n;
+		char *p = realloc(*o, nc);
+
+		if (!p)
+			return false;
+		*o = p;
+		*cap = nc;
+	}
+	memcpy(*o + *len, s, n);
+	*len += n;
+	(*o)[*len] = '\0';
+	return true;
+}
+
+/* [p, p + n) with the moved registers named "%SFX_h_NAME". */
+static bool put_renamed(const struct gx_hoist_plan *h, char **o, size_t *len, size_t *cap,
+			const char *p, size_t n, const char *sfx)
+{
+	const char *e = p + n, *q = p, *tok;
+	size_t tn;
+
+	while (next_pct(&q, e, &tok, &tn)) {
+		if (!hput(o, len, cap, p, (size_t)(tok - p)))
+			return false;
+		if (gx_hoist_reg_renamed(h, tok, tn, false)) {
+			if (!hput(o, len, cap, "%", 1) || !hput(o, len, cap, sfx, strlen(sfx)) ||
+			    !hput(o, len, cap, "_h_", 3) || !hput(o, len, cap, tok + 1, tn - 1))
+				return false;
+		} else if (!hput(o, len, cap, tok, tn)) {
+			return false;
+		}
+		p = q;
+	}
+	return hput(o, len, cap, p, (size_t)(e - p));
+}
+
+char *gx_hoist_text(const struct gx_hoist_plan *h, const char *sfx)
+{
+	size_t len = 0, cap = 0;
+	char *o = NULL, tmp[96];
+	bool ok = hput(&o, &len, &cap, "", 0);
+
+	for (int i = 0; ok && h && i < h->nregs; i++)
+		if (h->regs[i].hoist) {
+			snprintf(tmp, sizeof(tmp), "\t.reg %s %%%s_h_%s;\n", h->regs[i].type, sfx,
+				 h->regs[i].name + 1);
+			ok = hput(&o, &len, &cap, tmp, strlen(tmp));
+		}
+	/* in body order, which hoist_ordered() found to define before use */
+	for (int li = 0; ok && h && li < h->nlines; li++)
+		if (h->lines[li].emit)
+			ok = put_renamed(h, &o, &len, &cap, h->lines[li].p, h->lines[li].n, sfx) &&
+			     hput(&o, &len, &cap, "\n", 1);
+	if (!ok) {
+		free(o);
+		return NULL;
+	}
+	return o;
+}
