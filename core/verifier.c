@@ -423,7 +423,7 @@ int v_static_checks(struct verifier *v, uint16_t **live_out)
 	seen[0] = 1;
 	while (nw) {
 		uint32_t i = work[--nw];
-		int64_t s[3];
+		int64_t s[3] = { 0, 0, 0 };	/* succs() fills n of them; gcc -O3 cannot tell */
 		int n;
 
 		succs(v, i, s, &n);
@@ -472,7 +472,7 @@ int v_static_checks(struct verifier *v, uint16_t **live_out)
 	for (bool changed = true; changed;) {
 		changed = false;
 		for (size_t j = cnt; j-- > 0;) {
-			int64_t s[3];
+			int64_t s[3] = { 0, 0, 0 };	/* succs() fills n of them; gcc -O3 cannot tell */
 			int n;
 			uint16_t o = 0, in;
 
@@ -527,7 +527,7 @@ static int post_dominators(struct verifier *v)
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
-		int64_t s[3];
+		int64_t s[3] = { 0, 0, 0 };	/* succs() fills n of them; gcc -O3 cannot tell */
 		int k;
 
 		if (!v->dec[i].slots)
@@ -556,7 +556,7 @@ static int post_dominators(struct verifier *v)
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
-		int64_t s[3];
+		int64_t s[3] = { 0, 0, 0 };	/* succs() fills n of them; gcc -O3 cannot tell */
 		int k;
 
 		if (!v->dec[i].slots)
@@ -597,7 +597,7 @@ static int post_dominators(struct verifier *v)
 		changed = false;
 		for (size_t k = no; k-- > 0;) {
 			int32_t b = order[k], nid = -1;
-			int64_t s[3];
+			int64_t s[3] = { 0, 0, 0 };	/* succs() fills n of them; gcc -O3 cannot tell */
 			int m;
 
 			if ((size_t)b == exitn)

@@ -60,8 +60,11 @@ static void add_note(struct note *notes, unsigned *cnt, const char *what, const 
 	char *nl;
 
 	if (*cnt < MAX_NOTES) {
-		snprintf(notes[*cnt].what, sizeof(notes[*cnt].what), "%s", what);
-		snprintf(notes[*cnt].why, sizeof(notes[*cnt].why), "%s", why);
+		/* cut to fit, on purpose (the precision says so to gcc -O3 as well) */
+		snprintf(notes[*cnt].what, sizeof(notes[*cnt].what), "%.*s",
+			 (int)sizeof(notes[*cnt].what) - 1, what);
+		snprintf(notes[*cnt].why, sizeof(notes[*cnt].why), "%.*s",
+			 (int)sizeof(notes[*cnt].why) - 1, why);
 		nl = strchr(notes[*cnt].why, '\n');
 		if (nl)
 			*nl = '\0';

@@ -70,8 +70,11 @@ struct obuf {
 
 static void oput(struct obuf *b, const char *s, size_t n)
 {
-	if (b->oom)
+	/* n past half the address space is a caller's negative length: never copy it */
+	if (b->oom || n > SIZE_MAX / 2) {
+		b->oom = true;
 		return;
+	}
 	if (b->len + n + 1 > b->cap) {
 		size_t cap = b->cap ? b->cap : 4096;
 		char *p;
