@@ -126,6 +126,7 @@ typedef CUresult (*PFN_cuGraphKernelNodeSetParams)(CUgraphNode,
 						   const CUDA_KERNEL_NODE_PARAMS_v2 *);
 typedef CUresult (*PFN_cuGraphExecKernelNodeSetParams)(CUgraphExec, CUgraphNode,
 						       const CUDA_KERNEL_NODE_PARAMS_v2 *);
+typedef CUresult (*PFN_cuGraphNodeSetEnabled)(CUgraphExec, CUgraphNode, unsigned);
 
 typedef CUresult (*PFN_cuInit)(unsigned);
 typedef CUresult (*PFN_cuDriverGetVersion)(int *);

@@ -260,6 +260,7 @@ EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsign
 
 static void exec_node_set(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS_v2 *p,
 			  bool v2);
+static void exec_node_enable(CUgraphExec exec, CUgraphNode node, bool on);
 
 /* Graph kernel nodes: the function's maps must be in place before the graph runs. */
 static void graph_node(const CUDA_KERNEL_NODE_PARAMS_v2 *p, bool v2)
@@ -328,6 +329,17 @@ EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode n,
 	r = real.cuGraphExecKernelNodeSetParams_v2(e, n, p);
 	if (r == CUDA_SUCCESS && p && nv_active())
 		exec_node_set(e, n, p, true);
+	return r;
+}
+
+EXPORT CUresult cuGraphNodeSetEnabled(CUgraphExec e, CUgraphNode n, unsigned on)
+{
+	CUresult r;
+
+	REAL_OR_FAIL(cuGraphNodeSetEnabled);
+	r = real.cuGraphNodeSetEnabled(e, n, on);
+	if (r == CUDA_SUCCESS && nv_active())
+		exec_node_enable(e, n, on != 0);
 	return r;
 }
 
@@ -574,6 +586,7 @@ void nv_clock_calibrate(struct nv_ctx *x)
 /* One kernel node of an executable graph: what its launch record says. */
 struct gnode {
 	const void *node;	/* the instantiated graph's node (cuGraphExecKernelNodeSetParams names it) */
+	bool off;		/* disabled (cuGraphNodeSetEnabled): its launches run nothing */
 	uint64_t kernel_id;
 	uint32_t grid[3], block[3];
 };
@@ -601,6 +614,7 @@ static void gnode_set(struct gnode *k, const void *node, const CUDA_KERNEL_NODE_
 		      bool v2)
 {
 	k->node = node;
+	k->off = false;
 	k->kernel_id = node_kernel_id(p, v2);
 	k->grid[0] = p->gridDimX;
 	k->grid[1] = p->gridDimY;
@@ -737,9 +751,12 @@ static void learn_exec(CUgraphExec exec, CUgraph gr, bool update)
 	x->n = n;
 	pthread_mutex_lock(&g.gexec_lock);
 	old = unlink_exec(exec);
+	/* an update keeps the node keys and which nodes are disabled */
 	if (old && update && old->n == n)
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
 			x->k[i].node = old->k[i].node;
+			x->k[i].off = old->k[i].off;
+		}
 	x->next = g.gexecs;
 	g.gexecs = x;
 	pthread_mutex_unlock(&g.gexec_lock);
@@ -758,9 +775,22 @@ static void exec_node_set(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_
 		if (x->exec != exec)
 			continue;
 		for (size_t i = 0; i < x->n; i++)
-			if (x->k[i].node == node)
+			if (x->k[i].node == node) {
+				k.off = x->k[i].off;
 				x->k[i] = k;
+			}
 	}
+	pthread_mutex_unlock(&g.gexec_lock);
+}
+
+/* cuGraphNodeSetEnabled: a disabled kernel node runs nothing, so its launches get no record. */
+static void exec_node_enable(CUgraphExec exec, CUgraphNode node, bool on)
+{
+	pthread_mutex_lock(&g.gexec_lock);
+	for (struct nv_gexec *x = g.gexecs; x; x = x->next)
+		for (size_t i = 0; x->exec == exec && i < x->n; i++)
+			if (x->k[i].node == node)
+				x->k[i].off = !on;
 	pthread_mutex_unlock(&g.gexec_lock);
 }
 
@@ -779,14 +809,16 @@ static CUresult graph_launched(CUresult r, CUgraphExec exec, uint64_t host_ns, b
 			continue;
 		rec = calloc(x->n, sizeof(*rec));
 		for (size_t i = 0; rec && i < x->n; i++) {
-			rec[i].host_ns = host_ns;
-			rec[i].kernel_id = x->k[i].kernel_id;
-			memcpy(rec[i].grid, x->k[i].grid, sizeof(rec[i].grid));
-			memcpy(rec[i].block, x->k[i].block, sizeof(rec[i].block));
-			rec[i].pid = g.pid;
-			rec[i].gpu = c && c->ordinal >= 0 ? (uint32_t)c->ordinal : NV_NO_GPU;
+			if (x->k[i].off)
+				continue;
+			rec[n].host_ns = host_ns;
+			rec[n].kernel_id = x->k[i].kernel_id;
+			memcpy(rec[n].grid, x->k[i].grid, sizeof(rec[n].grid));
+			memcpy(rec[n].block, x->k[i].block, sizeof(rec[n].block));
+			rec[n].pid = g.pid;
+			rec[n].gpu = c && c->ordinal >= 0 ? (uint32_t)c->ordinal : NV_NO_GPU;
+			n++;
 		}
-		n = rec ? x->n : 0;
 		break;
 	}
 	pthread_mutex_unlock(&g.gexec_lock);

@@ -66,6 +66,7 @@
 	X(cuGraphKernelNodeSetParams_v2, cuGraphKernelNodeSetParams, 12000, 0)   \
 	X(cuGraphExecKernelNodeSetParams, cuGraphExecKernelNodeSetParams, 10010, 0) \
 	X(cuGraphExecKernelNodeSetParams_v2, cuGraphExecKernelNodeSetParams, 12000, 0) \
+	X(cuGraphNodeSetEnabled, cuGraphNodeSetEnabled, 11060, 0)                \
 	X(cuStreamBeginCapture, cuStreamBeginCapture, 10000, 0)                  \
 	X(cuStreamBeginCapture_ptsz, cuStreamBeginCapture, 10000, 1)             \
 	X(cuStreamBeginCapture_v2, cuStreamBeginCapture, 10010, 0)               \
@@ -122,6 +123,7 @@ struct nv_real {
 	PFN_cuGraphKernelNodeSetParams cuGraphKernelNodeSetParams, cuGraphKernelNodeSetParams_v2;
 	PFN_cuGraphExecKernelNodeSetParams cuGraphExecKernelNodeSetParams,
 		cuGraphExecKernelNodeSetParams_v2;
+	PFN_cuGraphNodeSetEnabled cuGraphNodeSetEnabled;
 	PFN_cuStreamBeginCapture cuStreamBeginCapture, cuStreamBeginCapture_ptsz;
 	PFN_cuStreamBeginCapture_v2 cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz;
 	PFN_cuStreamBeginCaptureToGraph cuStreamBeginCaptureToGraph,

@@ -332,6 +332,7 @@ int main(int argc, char **argv)
 		CUresult (*gdestroy)(CUgraphExec) = NULL;
 		CUresult (*gupdate)(CUgraphExec, CUgraph, void *) = NULL;
 		CUresult (*gset)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS_v2 *) = NULL;
+		CUresult (*genable)(CUgraphExec, CUgraphNode, unsigned) = NULL;
 		CUgraphExec ge;
 
 		CK(gpa("cuGraphInstantiate", (void **)&inst, 12000, 0, NULL));
@@ -339,12 +340,20 @@ int main(int argc, char **argv)
 		CK(gpa("cuGraphExecDestroy", (void **)&gdestroy, 12000, 0, NULL));
 		CK(gpa("cuGraphExecUpdate", (void **)&gupdate, 12000, 0, NULL));
 		CK(gpa("cuGraphExecKernelNodeSetParams", (void **)&gset, 12000, 0, NULL));
+		CK(gpa("cuGraphNodeSetEnabled", (void **)&genable, 12000, 0, NULL));
 		CK(inst(&ge, NULL, 0));
 		CK(glaunch(ge, NULL));
 		CK(glaunch(ge, NULL));
 		/* an update, then the first graph's node given a new grid: the records follow it */
 		CK(gupdate(ge, NULL, NULL));
 		gp.gridDimX = 11;
+		CK(gset(ge, node, &gp));
+		CK(glaunch(ge, NULL));
+		/* the node disabled: a launch that runs nothing; enabled again: one more */
+		CK(genable(ge, node, 0));
+		CK(glaunch(ge, NULL));
+		CK(genable(ge, node, 1));
+		gp.gridDimX = 13;
 		CK(gset(ge, node, &gp));
 		CK(glaunch(ge, NULL));
 		CK(gdestroy(ge));

@@ -781,6 +781,7 @@ EXPORT CUresult cuStreamIsCapturing(CUstream s, int *status)
 
 static struct {
 	CUDA_KERNEL_NODE_PARAMS_v2 node[4];
+	bool off[4];	/* disabled in the executable graph (cuGraphNodeSetEnabled) */
 	size_t n;
 	unsigned gen;	/* cuGraphExecUpdate calls: the graph's node handles change with it */
 } fgraph;
@@ -864,6 +865,17 @@ EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode n,
 	return 0;
 }
 
+/* Named by the node of the graph first instantiated, like cuGraphExecKernelNodeSetParams. */
+EXPORT CUresult cuGraphNodeSetEnabled(CUgraphExec e, CUgraphNode n, unsigned on)
+{
+	(void)e;
+	if (((uintptr_t)n >> 12) != 1 || !node_of(n))
+		return CUDA_ERROR_INVALID_VALUE;
+	fgraph.off[((uintptr_t)n & 0xfff) - 1] = !on;
+	logf_("graph_enable %u", on);
+	return 0;
+}
+
 EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long fl)
 {
 	(void)g, (void)fl;
@@ -878,8 +890,9 @@ EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s)
 	if (e != (CUgraphExec)&fgraph)
 		return CUDA_ERROR_INVALID_VALUE;
 	for (size_t i = 0; i < fgraph.n; i++)
-		logf_("graph_launch %s %u %u", node_name(&fgraph.node[i]), fgraph.node[i].gridDimX,
-		      fgraph.node[i].blockDimX);
+		if (!fgraph.off[i])
+			logf_("graph_launch %s %u %u", node_name(&fgraph.node[i]),
+			      fgraph.node[i].gridDimX, fgraph.node[i].blockDimX);
 	return 0;
 }
 
@@ -917,6 +930,7 @@ static const struct {
 	{ "cuGraphExecDestroy", (void *)cuGraphExecDestroy, NULL },
 	{ "cuGraphExecUpdate", (void *)cuGraphExecUpdate_v2, NULL },
 	{ "cuGraphExecKernelNodeSetParams", (void *)cuGraphExecKernelNodeSetParams_v2, NULL },
+	{ "cuGraphNodeSetEnabled", (void *)cuGraphNodeSetEnabled, NULL },
 };
 
 EXPORT CUresult cuGetProcAddress_v2(const char *name, void **pfn, int ver, cuuint64_t flags,
