@@ -84,6 +84,22 @@ typedef struct {
 	CUcontext ctx;		/* v2 only */
 } CUDA_KERNEL_NODE_PARAMS_v2;
 
+/*
+ * A node of any type (cuGraphAddNode, cuGraphNodeSetParams,
+ * cuGraphExecNodeSetParams: CUDA 12.2). Its kernel member is a
+ * CUDA_KERNEL_NODE_PARAMS_v3: the fields of _v2, in the same places.
+ */
+typedef struct {
+	int type;		/* CU_GRAPH_NODE_TYPE_* */
+	int reserved0[3];
+	union {
+		long long reserved1[29];
+		CUDA_KERNEL_NODE_PARAMS_v2 kernel;
+	};
+	long long reserved2;
+} CUgraphNodeParams;
+_Static_assert(sizeof(CUgraphNodeParams) == 256, "CUgraphNodeParams is 256 bytes in cuda.h");
+
 /* Signatures of every interposed entry point and every one called. */
 typedef CUresult (*PFN_cuModuleLoadData)(CUmodule *, const void *);
 typedef CUresult (*PFN_cuModuleLoadDataEx)(CUmodule *, const void *, unsigned, CUjit_option *,
@@ -127,6 +143,12 @@ typedef CUresult (*PFN_cuGraphKernelNodeSetParams)(CUgraphNode,
 typedef CUresult (*PFN_cuGraphExecKernelNodeSetParams)(CUgraphExec, CUgraphNode,
 						       const CUDA_KERNEL_NODE_PARAMS_v2 *);
 typedef CUresult (*PFN_cuGraphNodeSetEnabled)(CUgraphExec, CUgraphNode, unsigned);
+typedef CUresult (*PFN_cuGraphAddNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+				       CUgraphNodeParams *);
+typedef CUresult (*PFN_cuGraphAddNode_v2)(CUgraphNode *, CUgraph, const CUgraphNode *, const void *,
+					  size_t, CUgraphNodeParams *);
+typedef CUresult (*PFN_cuGraphNodeSetParams)(CUgraphNode, CUgraphNodeParams *);
+typedef CUresult (*PFN_cuGraphExecNodeSetParams)(CUgraphExec, CUgraphNode, CUgraphNodeParams *);
 
 typedef CUresult (*PFN_cuInit)(unsigned);
 typedef CUresult (*PFN_cuDriverGetVersion)(int *);

@@ -332,6 +332,48 @@ EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode n,
 	return r;
 }
 
+/* The generic node calls (CUDA 12.2): what the kernel-node calls above do, for kernel nodes. */
+static const CUDA_KERNEL_NODE_PARAMS_v2 *kernel_of(const CUgraphNodeParams *p)
+{
+	return p && p->type == CU_GRAPH_NODE_TYPE_KERNEL ? &p->kernel : NULL;
+}
+
+EXPORT CUresult cuGraphAddNode(CUgraphNode *n, CUgraph gr, const CUgraphNode *deps, size_t nd,
+			       CUgraphNodeParams *p)
+{
+	REAL_OR_FAIL(cuGraphAddNode);
+	graph_node(kernel_of(p), true);
+	return real.cuGraphAddNode(n, gr, deps, nd, p);
+}
+
+EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *n, CUgraph gr, const CUgraphNode *deps,
+				  const void *edges, size_t nd, CUgraphNodeParams *p)
+{
+	REAL_OR_FAIL(cuGraphAddNode_v2);
+	graph_node(kernel_of(p), true);
+	return real.cuGraphAddNode_v2(n, gr, deps, edges, nd, p);
+}
+
+EXPORT CUresult cuGraphNodeSetParams(CUgraphNode n, CUgraphNodeParams *p)
+{
+	REAL_OR_FAIL(cuGraphNodeSetParams);
+	graph_node(kernel_of(p), true);
+	return real.cuGraphNodeSetParams(n, p);
+}
+
+EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec e, CUgraphNode n, CUgraphNodeParams *p)
+{
+	const CUDA_KERNEL_NODE_PARAMS_v2 *k = kernel_of(p);
+	CUresult r;
+
+	REAL_OR_FAIL(cuGraphExecNodeSetParams);
+	graph_node(k, true);
+	r = real.cuGraphExecNodeSetParams(e, n, p);
+	if (r == CUDA_SUCCESS && k && nv_active())
+		exec_node_set(e, n, k, true);
+	return r;
+}
+
 EXPORT CUresult cuGraphNodeSetEnabled(CUgraphExec e, CUgraphNode n, unsigned on)
 {
 	CUresult r;

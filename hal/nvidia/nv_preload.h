@@ -67,6 +67,10 @@
 	X(cuGraphExecKernelNodeSetParams, cuGraphExecKernelNodeSetParams, 10010, 0) \
 	X(cuGraphExecKernelNodeSetParams_v2, cuGraphExecKernelNodeSetParams, 12000, 0) \
 	X(cuGraphNodeSetEnabled, cuGraphNodeSetEnabled, 11060, 0)                \
+	X(cuGraphAddNode, cuGraphAddNode, 12020, 0)                              \
+	X(cuGraphAddNode_v2, cuGraphAddNode, 12030, 0)                           \
+	X(cuGraphNodeSetParams, cuGraphNodeSetParams, 12020, 0)                  \
+	X(cuGraphExecNodeSetParams, cuGraphExecNodeSetParams, 12020, 0)          \
 	X(cuStreamBeginCapture, cuStreamBeginCapture, 10000, 0)                  \
 	X(cuStreamBeginCapture_ptsz, cuStreamBeginCapture, 10000, 1)             \
 	X(cuStreamBeginCapture_v2, cuStreamBeginCapture, 10010, 0)               \
@@ -124,6 +128,10 @@ struct nv_real {
 	PFN_cuGraphExecKernelNodeSetParams cuGraphExecKernelNodeSetParams,
 		cuGraphExecKernelNodeSetParams_v2;
 	PFN_cuGraphNodeSetEnabled cuGraphNodeSetEnabled;
+	PFN_cuGraphAddNode cuGraphAddNode;
+	PFN_cuGraphAddNode_v2 cuGraphAddNode_v2;
+	PFN_cuGraphNodeSetParams cuGraphNodeSetParams;
+	PFN_cuGraphExecNodeSetParams cuGraphExecNodeSetParams;
 	PFN_cuStreamBeginCapture cuStreamBeginCapture, cuStreamBeginCapture_ptsz;
 	PFN_cuStreamBeginCapture_v2 cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz;
 	PFN_cuStreamBeginCaptureToGraph cuStreamBeginCaptureToGraph,

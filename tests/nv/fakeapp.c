@@ -333,6 +333,8 @@ int main(int argc, char **argv)
 		CUresult (*gupdate)(CUgraphExec, CUgraph, void *) = NULL;
 		CUresult (*gset)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS_v2 *) = NULL;
 		CUresult (*genable)(CUgraphExec, CUgraphNode, unsigned) = NULL;
+		CUresult (*gnset)(CUgraphExec, CUgraphNode, CUgraphNodeParams *) = NULL;
+		CUgraphNodeParams np;
 		CUgraphExec ge;
 
 		CK(gpa("cuGraphInstantiate", (void **)&inst, 12000, 0, NULL));
@@ -341,6 +343,7 @@ int main(int argc, char **argv)
 		CK(gpa("cuGraphExecUpdate", (void **)&gupdate, 12000, 0, NULL));
 		CK(gpa("cuGraphExecKernelNodeSetParams", (void **)&gset, 12000, 0, NULL));
 		CK(gpa("cuGraphNodeSetEnabled", (void **)&genable, 12000, 0, NULL));
+		CK(gpa("cuGraphExecNodeSetParams", (void **)&gnset, 12030, 0, NULL));
 		CK(inst(&ge, NULL, 0));
 		CK(glaunch(ge, NULL));
 		CK(glaunch(ge, NULL));
@@ -355,6 +358,13 @@ int main(int argc, char **argv)
 		CK(genable(ge, node, 1));
 		gp.gridDimX = 13;
 		CK(gset(ge, node, &gp));
+		CK(glaunch(ge, NULL));
+		/* the generic call of CUDA 12.2 (a kernel node's parameters in a CUgraphNodeParams) */
+		memset(&np, 0, sizeof(np));
+		np.type = 0;
+		np.kernel = gp;
+		np.kernel.gridDimX = 17;
+		CK(gnset(ge, node, &np));
 		CK(glaunch(ge, NULL));
 		CK(gdestroy(ge));
 	}

@@ -865,6 +865,14 @@ EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode n,
 	return 0;
 }
 
+/* The generic call (CUDA 12.2): a kernel node's parameters as the call above takes them. */
+EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec e, CUgraphNode n, CUgraphNodeParams *p)
+{
+	if (!p || p->type != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	return cuGraphExecKernelNodeSetParams_v2(e, n, &p->kernel);
+}
+
 /* Named by the node of the graph first instantiated, like cuGraphExecKernelNodeSetParams. */
 EXPORT CUresult cuGraphNodeSetEnabled(CUgraphExec e, CUgraphNode n, unsigned on)
 {
@@ -931,6 +939,7 @@ static const struct {
 	{ "cuGraphExecUpdate", (void *)cuGraphExecUpdate_v2, NULL },
 	{ "cuGraphExecKernelNodeSetParams", (void *)cuGraphExecKernelNodeSetParams_v2, NULL },
 	{ "cuGraphNodeSetEnabled", (void *)cuGraphNodeSetEnabled, NULL },
+	{ "cuGraphExecNodeSetParams", (void *)cuGraphExecNodeSetParams, NULL },
 };
 
 EXPORT CUresult cuGetProcAddress_v2(const char *name, void **pfn, int ver, cuuint64_t flags,
