@@ -2,11 +2,12 @@
 # The whole test suite, as CI runs it (.ci/run calls exactly this):
 #   1. installs missing dependencies (tools/deps.sh, apt, as root),
 #   2. gcc build with -Wall -Wextra -Werror, all CTest tests,
-#   3. clang-22 build under AddressSanitizer + UndefinedBehaviorSanitizer
+#   3. gcc -O3 (Release) build with -Werror, compiled only,
+#   4. clang-22 build under AddressSanitizer + UndefinedBehaviorSanitizer
 #      (+ LeakSanitizer), all CTest tests again,
-#   4. every libFuzzer target for a bounded time (GPUEXT_FUZZ_SECONDS, default 60),
-#   5. the kernel side in QEMU guests (tools/vm/run.sh: stock Debian 6.12 + our HMM kernel).
-# Build trees: build/ and build-asan/ at the top of the checkout.
+#   5. every libFuzzer target for a bounded time (GPUEXT_FUZZ_SECONDS, default 60),
+#   6. the kernel side in QEMU guests (tools/vm/run.sh: stock Debian 6.12 + our HMM kernel).
+# Build trees: build/, build-release/ and build-asan/ at the top of the checkout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
@@ -24,6 +25,11 @@ cmake --build build -j"$jobs"
 
 step "tests (gcc build)"
 (cd build && ctest --output-on-failure -j"$jobs")
+
+step "build (gcc -O3, CMAKE_BUILD_TYPE=Release, -Werror) in build-release/: compiles, no tests"
+# gcc warns at -O3 about things it cannot see at -O2 (a user's Release build failed so once).
+cmake -S . -B build-release -DGPUEXT_WERROR=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build-release -j"$jobs"
 
 step "build (clang-22, ASan+UBSan, fuzzers) in build-asan/"
 cmake -S . -B build-asan -DCMAKE_C_COMPILER=clang-22 -DGPUEXT_WERROR=ON \
