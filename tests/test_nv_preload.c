@@ -1221,7 +1221,7 @@ static void test_e2e(void)
 	/* the graph through the runtime's way in (cuGetProcAddress): instantiated, launched twice */
 	CHECK_STR_CONTAINS(run.log, "graph_instantiate 1\ngraph_launch lib_graph 7 64\n"
 			   "graph_launch lib_graph 7 64\ngraph_update\ngraph_exec_set 11\n"
-			   "graph_launch lib_graph 7 64\ngraph_enable 0\ngraph_enable 1\n"
+			   "graph_launch lib_graph 7 64\ngraph_enable 0\ngraph_update\ngraph_enable 1\n"
 			   "graph_exec_set 13\ngraph_launch lib_graph 7 64\ngraph_exec_set 17\n"
 			   "graph_launch lib_graph 7 64\ngraph_destroy");
 	CHECK_STR_CONTAINS(run.log, "launch_ptsz vadd 2 64");
@@ -1253,7 +1253,8 @@ static void test_e2e(void)
 	CHECK_EQ_INT(len % sizeof(*lr), 0);
 	/*
 	 * 6 launches and the graph's 4 (one kernel node, launched twice, then once
-	 * more after an update and a new grid, once while disabled: no record,
+	 * more after an update and a new grid, twice while disabled (once after
+	 * another update): no record,
 	 * once more enabled with another grid, once more after cuGraphExecNodeSetParams
 	 * gave it another); not the refused launch, nor the captured one.
 	 */

@@ -1061,7 +1061,12 @@ static void test_hoist(void)
 		"\tst.global.u32 \t[%rd5+40], %r16;\n"
 		"\tst.global.u64 \t[%rd5+48], %rd1;\n"
 		"\tst.global.u64 \t[%rd5+56], %rd8;\n"
-		"$L__BB0_2:\n\tret;\n}\n";
+		"\tsetp.ne.u32 \t%p3, %r4, 0;\n"		/* stays: %p3 written twice */
+		"\tbar.red.or.pred \t%p3, 0, %p3;\n"	/* writes %p3 */
+		"\tselp.u32 \t%r17, 1, 0, %p3;\n"		/* stays: reads the barrier's %p3 */
+		"\tst.global.u32 \t[%rd5+64], %r17;\n"
+		"$L__BB0_2:\n\tbar.warp.sync \t%r1;\n"	/* writes nothing: the election stands */
+		"\tret;\n}\n";
 	struct gx_probe_body b;
 	char err[200], *t, *h = NULL;
 
@@ -1101,6 +1106,8 @@ static void test_hoist(void)
 		CHECK_STR_CONTAINS(t, "mov.u32 \t%r15, %ctaid.y; mov.u32 \t%r16, %ctaid.z;");
 		CHECK_STR_CONTAINS(t, "mov.u64 \t%rd8, loc;");
 		CHECK_STR_CONTAINS(t, "mov.b64 %rd1, %k;");
+		CHECK_STR_CONTAINS(t, "setp.ne.u32 \t%p3, %S1_h_r4, 0;");
+		CHECK_STR_CONTAINS(t, "selp.u32 \t%r17, 1, 0, %p3;");
 		CHECK(!strstr(h, "lanemask") && !strstr(h, "globaltimer") && !strstr(h, "%smid") &&
 		      !strstr(h, "ld.global") && !strstr(h, "%r7") && !strstr(h, "%p1") &&
 		      !strstr(h, "t, ") && !strstr(h, ".cc") && !strstr(h, "%ctaid") &&
@@ -1109,7 +1116,41 @@ static void test_hoist(void)
 	free(t);
 	free(h);
 	gx_probe_body_free(&b);
-	/* a register read before the line that writes it (a loop, say): nothing moves */
+	/*
+	 * A branch on activemask alone (a vote: the same for the whole warp) ends
+	 * the region like any other; so does one on %laneid. Constants nothing
+	 * moved reads are not written at the start at all.
+	 */
+	{
+		static const char vote[] =
+			".func gpuext_probe_exit(\n\t.param .b64 p_0\n)\n{\n"
+			"\t.reg .pred \t%p<3>;\n\t.reg .b32 \t%r<6>;\n\t.reg .b64 \t%rd<4>;\n"
+			"\tld.param.b64 \t%rd1, [p_0];\n"
+			"\tmov.b64 \t%rd2, gpuext_rt_maps;\n"	/* a constant nothing moved reads */
+			"\tld.const.u64 \t%rd3, [%rd2];\n"
+			"\tactivemask.b32 \t%r1;\n\tsetp.ne.b32 \t%p1, %r1, -1;\n"
+			"\t@%p1 bra \t$L__BB0_2;\n"
+			"\tmov.u32 \t%r2, %ctaid.x;\n"
+			"\tst.global.u32 \t[%rd3], %r2;\n"
+			"$L__BB0_2:\n\tmov.u32 \t%r3, %laneid;\n\tsetp.lt.u32 \t%p2, %r3, 4;\n"
+			"\t@%p2 bra \t$L__BB0_3;\n\tmov.u32 \t%r4, %ctaid.y;\n"
+			"\tst.global.u32 \t[%rd1], %r4;\n$L__BB0_3:\n\tret;\n}\n";
+
+		CHECK_EQ_INT(gx_probe_body_parse(vote, sizeof(vote) - 1, "gpuext_probe_exit", &b, err,
+						 sizeof(err)), 0);
+		t = inline_hoisted(&b, "S5", &h);
+		CHECK(t && h && !strcmp(h, "") && strstr(t, "mov.u32 \t%r2, %ctaid.x;") &&
+		      strstr(t, "mov.u32 \t%r4, %ctaid.y;") &&
+		      strstr(t, "ld.const.u64 \t%rd3, [%rd2];"));
+		free(t);
+		free(h);
+		gx_probe_body_free(&b);
+	}
+	/*
+	 * A register read on a line above the one that writes it (a rotated
+	 * loop, say; in SSA the one write still comes first on every path):
+	 * the moved lines go out in an order where each follows its sources.
+	 */
 	{
 		static const char loop[] =
 			".func gpuext_probe_exit(\n\t.param .b64 p_0\n)\n{\n"
@@ -1122,7 +1163,11 @@ static void test_hoist(void)
 		CHECK_EQ_INT(gx_probe_body_parse(loop, sizeof(loop) - 1, "gpuext_probe_exit", &b, err,
 						 sizeof(err)), 0);
 		t = inline_hoisted(&b, "S4", &h);
-		CHECK(t && h && !strcmp(h, "") && strstr(t, "mov.u32 \t%r1, %ntid.x;"));
+		CHECK(t && h && strstr(h, "mov.u32 \t%S4_h_r1, %ntid.x;") &&
+		      strstr(h, "mov.u32 \t%S4_h_r2, %tid.y;") &&
+		      strstr(h, "mad.lo.s32 \t%S4_h_r3, %S4_h_r1, %S4_h_r2, 7;") >
+		      strstr(h, "mov.u32 \t%S4_h_r2, %tid.y;") &&
+		      strstr(t, "st.global.u32 \t[%rd1], %S4_h_r3;") && !strstr(t, "%ntid.x"));
 		free(t);
 		free(h);
 		gx_probe_body_free(&b);

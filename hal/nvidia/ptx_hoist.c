@@ -56,16 +56,19 @@ struct hreg {
 	bool hoist;		/* moves (or, with dup, is copied) to the start */
 	bool live;		/* moved, and read by a line that stays */
 	bool dup;		/* a constant: the site keeps its own copy */
-	bool lanes;		/* a value of the lanes alone (see hoist_region) */
+	bool need;		/* written at the start: moved, or a constant a moved line reads */
+	bool done;		/* hoist_order: placed */
+	bool am, lm;		/* from activemask / %lanemask_* (and immediates) alone, see hoist_region */
 };
 
 struct hline {
 	const char *p;
-	size_t n;
+	size_t n;		/* up to a "//" comment: what every pass reads */
 	bool cand;		/* may move if what it reads does */
 	bool sreg;		/* reads a special register */
 	bool moved;		/* taken out of the site */
 	bool emit;		/* written at the start (moved, or a copied constant) */
+	size_t full;		/* the whole line, comment included */
 };
 
 struct hfam {
@@ -76,6 +79,8 @@ struct hfam {
 };
 
 struct gx_hoist_plan {
+	int *order;		/* the lines written at the start, each after those it reads */
+	int norder;
 	struct hfam fam[HOIST_MAX_FAMILIES];
 	int nfam;
 	struct hreg *regs;
@@ -134,7 +139,25 @@ static bool next_pct(const char **p, const char *e, const char **tok, size_t *n)
 	return true;
 }
 
-/* The register @a (@n bytes) of a declared family: its index in regs (made with @add), or -1. */
+/* The register @a (@n bytes) of a declared family: its index in regs, or -1 (none yet). */
+static int hreg_lookup(const struct gx_hoist_plan *h, const char *a, size_t n)
+{
+	for (int f = 0; f < h->nfam; f++) {
+		const struct hfam *F = &h->fam[f];
+		size_t fl = strlen(F->pfx), i;
+		unsigned long k = 0;
+
+		if (n <= fl || memcmp(a, F->pfx, fl) || (a[fl] == '0' && n > fl + 1))
+			continue;
+		for (i = fl; i < n && a[i] >= '0' && a[i] <= '9' && k < HOIST_MAX_FAMILY_REGS; i++)
+			k = k * 10 + (unsigned long)(a[i] - '0');
+		if (i == n && k < F->count)
+			return F->idx[k];
+	}
+	return -1;
+}
+
+/* hreg_lookup(), and with @add a new entry for a register of a declared family met first. */
 static int hreg_find(struct gx_hoist_plan *h, const char *a, size_t n, bool add)
 {
 	for (int f = 0; f < h->nfam; f++) {
@@ -308,8 +331,10 @@ static void hoist_scan_line(struct gx_hoist_plan *h, int li, bool in_asm)
 		}
 	}
 	writes = !starts(op, ope, "st.") && !tok_is(op, opn, "st") && !tok_is(op, opn, "red") &&
-		 !tok_is(op, opn, "bra") && !tok_is(op, opn, "brx") && !tok_is(op, opn, "bar") &&
-		 !tok_is(op, opn, "barrier") && !tok_is(op, opn, "ret") &&
+		 !tok_is(op, opn, "bra") && !tok_is(op, opn, "brx") && !tok_is(op, opn, "ret") &&
+		 /* bar.sync, bar.warp.sync write nothing; bar.red writes its first operand */
+		 ((!tok_is(op, opn, "bar") && !tok_is(op, opn, "barrier")) ||
+		  memmem(op, (size_t)(ope - op), ".red", 4)) &&
 		 !tok_is(op, opn, "exit") && !tok_is(op, opn, "trap") &&
 		 !tok_is(op, opn, "membar") && !tok_is(op, opn, "fence") &&
 		 !tok_is(op, opn, "prefetch");
@@ -343,27 +368,26 @@ static void hoist_scan_line(struct gx_hoist_plan *h, int li, bool in_asm)
 
 /*
  * The region that may move ends at the first branch that can skip whole
- * warps; a branch on a value of the lanes alone (the leader election:
- * activemask & %lanemask_lt) lets it go on. "Lanes alone": computed only
- * from %laneid, %lanemask_*, activemask, immediates and other such values.
+ * warps. Only a branch on the leader election (a predicate computed, from
+ * registers written once, of activemask and %lanemask_* together, and
+ * immediates) lets it go on: one lane of every warp passes it. Not one on
+ * activemask alone (a vote: the same for the whole warp), nor on %laneid
+ * (laneid < K skips a warp whose active lanes are all >= K).
  */
 static void hoist_region(struct gx_hoist_plan *h)
 {
 	bool region = true;
 
 	for (int li = 0; li < h->nlines; li++) {
-		const char *p = h->lines[li].p, *e = p + h->lines[li].n, *q, *tok, *op, *c;
+		const char *p = h->lines[li].p, *e = p + h->lines[li].n, *q, *tok, *op;
 		size_t n;
-		bool lanes = true, any = false, guarded = false, guard_lanes = false;
+		bool pure = true, am = false, lm = false, guarded = false, election = false;
 		int dst = -1;
 
 		if (!region) {
 			h->lines[li].cand = false;
 			continue;
 		}
-		c = memmem(p, h->lines[li].n, "//", 2);
-		if (c)
-			e = c;
 		while (p < e && (*p == ' ' || *p == '\t'))
 			p++;
 		if (p >= e || *p == '$' || *p == '.' || *p == '}' || *p == '{')
@@ -374,7 +398,8 @@ static void hoist_region(struct gx_hoist_plan *h)
 			if (next_pct(&q, e, &tok, &n)) {
 				int r = hreg_find(h, tok, n, false);
 
-				guard_lanes = r >= 0 && h->regs[r].lanes;
+				election = r >= 0 && h->regs[r].defs == 1 && h->regs[r].am &&
+					   h->regs[r].lm;
 			}
 			while (p < e && *p != ' ' && *p != '\t')
 				p++;
@@ -384,13 +409,15 @@ static void hoist_region(struct gx_hoist_plan *h)
 		op = p;
 		if (starts(op, e, "bra") || starts(op, e, "brx") || starts(op, e, "ret") ||
 		    starts(op, e, "exit") || starts(op, e, "trap") || starts(op, e, "call")) {
-			if (!(guarded && guard_lanes && starts(op, e, "bra")))
+			if (!(guarded && election && starts(op, e, "bra")))
 				region = false;
 			continue;
 		}
-		if (guarded || starts(op, e, "st.") || starts(op, e, "red.") || starts(op, e, "bar"))
+		if (guarded || !(starts(op, e, "activemask") || starts(op, e, "mov.") ||
+				 starts(op, e, "and.") || starts(op, e, "or.") ||
+				 starts(op, e, "not.") || starts(op, e, "setp.")))
 			continue;
-		any = starts(op, e, "activemask");
+		am = starts(op, e, "activemask");
 		for (q = op; next_pct(&q, e, &tok, &n);) {
 			int r = hreg_find(h, tok, n, false);
 
@@ -398,28 +425,25 @@ static void hoist_region(struct gx_hoist_plan *h)
 				dst = r;	/* the first register: what the line writes */
 				continue;
 			}
-			if (r >= 0) {
-				lanes &= h->regs[r].lanes;
-				any = true;
-			} else if (starts(tok, tok + n, "%lanemask") || tok_is(tok, n, "%laneid")) {
-				any = true;
+			if (r >= 0 && h->regs[r].defs == 1 && (h->regs[r].am || h->regs[r].lm)) {
+				am |= h->regs[r].am;
+				lm |= h->regs[r].lm;
+			} else if (r < 0 && starts(tok, tok + n, "%lanemask")) {
+				lm = true;
 			} else {
-				lanes = false;
+				pure = false;
 			}
 		}
-		if (dst >= 0 && lanes && any && (starts(op, e, "activemask") || starts(op, e, "mov") ||
-						   starts(op, e, "and") || starts(op, e, "or") ||
-						   starts(op, e, "xor") || starts(op, e, "not") ||
-						   starts(op, e, "setp") || starts(op, e, "shl") ||
-						   starts(op, e, "shr") || starts(op, e, "sub") ||
-						   starts(op, e, "add") || starts(op, e, "popc")))
-			h->regs[dst].lanes = true;
+		if (dst >= 0 && pure && h->regs[dst].defs == 1) {
+			h->regs[dst].am = am;
+			h->regs[dst].lm = lm;
+		}
 	}
 }
 
 static unsigned hreg_units(const struct hreg *r)
 {
-	return r->type[1] && !strcmp(r->type + 2, "64") ? 2 : 1;
+	return r->type[1] && !strcmp(r->type + 2, "128") ? 4 : r->type[1] && !strcmp(r->type + 2, "64") ? 2 : 1;
 }
 
 /* Whether line @li reads a register (other than @self) for which @bad holds. */
@@ -494,50 +518,86 @@ static unsigned hoist_live(struct gx_hoist_plan *h)
 }
 
 /*
- * Whether the moved lines can be written in an order where each follows the
- * lines whose registers it reads (a register read before the line that writes
- * it, in a loop say, cannot). On false nothing moves.
+ * Which constants the moved lines need (a constant nothing moved reads stays
+ * at the site only), then an order of the lines to write at the start where
+ * each follows the lines whose registers it reads. False if there is none (a
+ * register read before the line that writes it in a loop can make a cycle):
+ * then nothing moves.
  */
-static bool hoist_ordered(struct gx_hoist_plan *h)
+static bool hoist_order(struct gx_hoist_plan *h)
 {
-	bool *done = calloc((size_t)h->nlines + 1, sizeof(bool));
-	int left = 0;
+	bool progress = true;
+	int todo = 0;
 
-	if (!done) {
+	for (int i = 0; i < h->nregs; i++)
+		h->regs[i].need = h->regs[i].hoist && !h->regs[i].dup;
+	for (bool changed = true; changed;) {
+		changed = false;
+		for (int i = 0; i < h->nregs; i++) {
+			const struct hline *L;
+			const char *q, *e, *tok;
+			size_t n;
+
+			if (!h->regs[i].need)
+				continue;
+			L = &h->lines[h->regs[i].def_line];
+			q = L->p;
+			e = q + L->n;
+			while (next_pct(&q, e, &tok, &n)) {
+				int r = hreg_lookup(h, tok, n);
+
+				if (r >= 0 && r != i && h->regs[r].hoist && !h->regs[r].need) {
+					h->regs[r].need = true;
+					changed = true;
+				}
+			}
+		}
+	}
+	free(h->order);
+	h->norder = 0;
+	h->order = malloc(((size_t)h->nregs + 1) * sizeof(int));
+	if (!h->order) {
 		h->oom = true;
 		return false;
 	}
-	for (int li = 0; li < h->nlines; li++)
-		left += h->lines[li].emit;
-	for (int li = 0; li < h->nlines; li++) {
-		const char *q, *e, *tok;
-		size_t n;
-		bool ready = true;
+	for (int i = 0; i < h->nregs; i++) {
+		todo += h->regs[i].need;
+		h->regs[i].done = false;
+	}
+	/* each pass writes the lines whose sources are written; a pass with none: a cycle */
+	while (todo && progress) {
+		progress = false;
+		for (int i = 0; i < h->nregs; i++) {
+			const struct hline *L;
+			const char *q, *e, *tok;
+			size_t n;
+			bool ready = true;
 
-		if (!h->lines[li].emit)
-			continue;
-		q = h->lines[li].p;
-		e = q + h->lines[li].n;
-		while (next_pct(&q, e, &tok, &n)) {
-			int r = hreg_find(h, tok, n, false);
+			if (!h->regs[i].need || h->regs[i].done)
+				continue;
+			L = &h->lines[h->regs[i].def_line];
+			q = L->p;
+			e = q + L->n;
+			while (ready && next_pct(&q, e, &tok, &n)) {
+				int r = hreg_lookup(h, tok, n);
 
-			if (r >= 0 && h->regs[r].hoist && h->regs[r].def_line != li &&
-			    !done[h->regs[r].def_line])
-				ready = false;
-		}
-		if (ready) {
-			done[li] = true;
-			left--;
+				ready = r < 0 || r == i || !h->regs[r].need || h->regs[r].done;
+			}
+			if (ready) {
+				h->order[h->norder++] = h->regs[i].def_line;
+				h->regs[i].done = true;
+				todo--;
+				progress = true;
+			}
 		}
 	}
-	free(done);
-	return left == 0;
+	return todo == 0;
 }
 
 struct gx_hoist_plan *gx_hoist_plan_make(const struct gx_probe_body *b)
 {
 	struct gx_hoist_plan *h = calloc(1, sizeof(*h));
-	bool in_asm = false;
+	bool in_asm = false, *keep;
 	int cap = 0;
 	unsigned live;
 
@@ -561,7 +621,15 @@ struct gx_hoist_plan *gx_hoist_plan_make(const struct gx_probe_body *b)
 		}
 		memset(&h->lines[h->nlines], 0, sizeof(h->lines[0]));
 		h->lines[h->nlines].p = l;
-		h->lines[h->nlines++].n = n;
+		h->lines[h->nlines].n = n;
+		h->lines[h->nlines].full = n;
+		{
+			const char *c = memmem(l, n, "//", 2);
+
+			if (c)
+				h->lines[h->nlines].n = (size_t)(c - l);
+		}
+		h->nlines++;
 		while (t < l + n && (*t == ' ' || *t == '\t'))
 			t++;
 		if (memmem(l, n, "// begin inline asm", 19))
@@ -575,7 +643,7 @@ struct gx_hoist_plan *gx_hoist_plan_make(const struct gx_probe_body *b)
 	in_asm = false;
 	for (int li = 0; li < h->nlines; li++) {
 		const char *l = h->lines[li].p;
-		size_t n = h->lines[li].n;
+		size_t n = h->lines[li].full;
 
 		if (memmem(l, n, "// begin inline asm", 19))
 			in_asm = true;
@@ -602,25 +670,30 @@ struct gx_hoist_plan *gx_hoist_plan_make(const struct gx_probe_body *b)
 				changed = true;
 			}
 	}
-	while ((live = hoist_live(h)) > GX_HOIST_LIVE_MAX) {
+	/*
+	 * Each round tries every live value back at the site, closing each time:
+	 * about cubic in the live values. Real probes keep a few dozen; a body
+	 * with far more than the budget keeps everything at its sites instead.
+	 */
+	live = hoist_live(h);
+	if (live > 8 * GX_HOIST_LIVE_MAX)
+		for (int i = 0; i < h->nregs; i++)
+			h->regs[i].hoist = false;
+	keep = malloc(((size_t)h->nregs + 1) * sizeof(bool));
+	if (!keep)
+		h->oom = true;
+	while (!h->oom && (live = hoist_live(h)) > GX_HOIST_LIVE_MAX) {
 		int best = -1, best_moved = -1, least = -1;
 		unsigned best_live = ~0u, least_live = ~0u;
 
-		/* each live value back at the site in turn, on a copy of the flags */
+		for (int i = 0; i < h->nregs; i++)
+			keep[i] = h->regs[i].hoist;
 		for (int c = 0; c < h->nregs; c++) {
-			bool *keep;
 			unsigned l;
 			int moved = 0;
 
-			if (!h->regs[c].hoist || h->regs[c].dup || !h->regs[c].live)
+			if (!keep[c] || h->regs[c].dup || !h->regs[c].live)
 				continue;
-			keep = malloc((size_t)h->nregs * sizeof(bool));
-			if (!keep) {
-				h->oom = true;
-				break;
-			}
-			for (int i = 0; i < h->nregs; i++)
-				keep[i] = h->regs[i].hoist;
 			h->regs[c].hoist = false;
 			hoist_close(h);
 			for (int i = 0; i < h->nregs; i++)
@@ -638,24 +711,25 @@ struct gx_hoist_plan *gx_hoist_plan_make(const struct gx_probe_body *b)
 			}
 			for (int i = 0; i < h->nregs; i++)
 				h->regs[i].hoist = keep[i];
-			free(keep);
 			hoist_live(h);
 		}
 		if (best < 0)
 			best = least;	/* none frees anything alone: one back all the same */
-		if (best < 0 || h->oom)
+		if (best < 0)
 			break;
 		h->regs[best].hoist = false;
 		hoist_close(h);
 	}
+	free(keep);
 	if (h->oom) {
 		gx_hoist_plan_free(h);
 		return NULL;
 	}
-	if (live > GX_HOIST_LIVE_MAX || !hoist_ordered(h)) {
+	if (!h->oom && (live > GX_HOIST_LIVE_MAX || !hoist_order(h))) {
 		for (int i = 0; i < h->nregs; i++)
-			h->regs[i].hoist = false;
+			h->regs[i].hoist = h->regs[i].need = false;
 		hoist_live(h);
+		h->norder = 0;
 	}
 	if (h->oom) {
 		gx_hoist_plan_free(h);
@@ -672,6 +746,7 @@ void gx_hoist_plan_free(struct gx_hoist_plan *h)
 		free(h->fam[f].idx);
 	free(h->regs);
 	free(h->lines);
+	free(h->order);
 	free(h);
 }
 
@@ -686,7 +761,7 @@ bool gx_hoist_reg_renamed(const struct gx_hoist_plan *h, const char *tok, size_t
 
 	if (!h)
 		return false;
-	r = hreg_find((struct gx_hoist_plan *)h, tok, n, false);	/* add false: no change */
+	r = hreg_lookup(h, tok, n);
 	return r >= 0 && h->regs[r].hoist && !(site && h->regs[r].dup);
 }
 
@@ -737,16 +812,16 @@ char *gx_hoist_text(const struct gx_hoist_plan *h, const char *sfx)
 	bool ok = hput(&o, &len, &cap, "", 0);
 
 	for (int i = 0; ok && h && i < h->nregs; i++)
-		if (h->regs[i].hoist) {
+		if (h->regs[i].hoist && h->regs[i].need) {
 			snprintf(tmp, sizeof(tmp), "\t.reg %s %%%s_h_%s;\n", h->regs[i].type, sfx,
 				 h->regs[i].name + 1);
 			ok = hput(&o, &len, &cap, tmp, strlen(tmp));
 		}
-	/* in body order, which hoist_ordered() found to define before use */
-	for (int li = 0; ok && h && li < h->nlines; li++)
-		if (h->lines[li].emit)
-			ok = put_renamed(h, &o, &len, &cap, h->lines[li].p, h->lines[li].n, sfx) &&
-			     hput(&o, &len, &cap, "\n", 1);
+	for (int k = 0; ok && h && k < h->norder; k++) {
+		const struct hline *L = &h->lines[h->order[k]];
+
+		ok = put_renamed(h, &o, &len, &cap, L->p, L->n, sfx) && hput(&o, &len, &cap, "\n", 1);
+	}
 	if (!ok) {
 		free(o);
 		return NULL;

@@ -352,8 +352,10 @@ int main(int argc, char **argv)
 		gp.gridDimX = 11;
 		CK(gset(ge, node, &gp));
 		CK(glaunch(ge, NULL));
-		/* the node disabled: a launch that runs nothing; enabled again: one more */
+		/* the node disabled: a launch that runs nothing, also after an update; enabled again: one more */
 		CK(genable(ge, node, 0));
+		CK(glaunch(ge, NULL));
+		CK(gupdate(ge, NULL, NULL));
 		CK(glaunch(ge, NULL));
 		CK(genable(ge, node, 1));
 		gp.gridDimX = 13;
@@ -361,7 +363,7 @@ int main(int argc, char **argv)
 		CK(glaunch(ge, NULL));
 		/* the generic call of CUDA 12.2 (a kernel node's parameters in a CUgraphNodeParams) */
 		memset(&np, 0, sizeof(np));
-		np.type = 0;
+		np.type = CU_GRAPH_NODE_TYPE_KERNEL;
 		np.kernel = gp;
 		np.kernel.gridDimX = 17;
 		CK(gnset(ge, node, &np));
