@@ -1013,6 +1013,20 @@ static char *inline_hoisted(const struct gx_probe_body *b, const char *sfx, char
 	return t;
 }
 
+/* inline_hoisted() of the probe function gpuext_probe_exit defined in @src. */
+static char *hoist_src(const char *src, size_t len, const char *sfx, char **h)
+{
+	struct gx_probe_body b;
+	char err[200], *t = NULL;
+
+	*h = NULL;
+	CHECK_EQ_INT(gx_probe_body_parse(src, len, "gpuext_probe_exit", &b, err, sizeof(err)), 0);
+	if (b.text)
+		t = inline_hoisted(&b, sfx, h);
+	gx_probe_body_free(&b);
+	return t;
+}
+
 /*
  * Hoisting: what depends only on the thread's place and on constants leaves
  * the site (renamed, declared, in body order), the rest stays: a lane mask,
@@ -1136,15 +1150,12 @@ static void test_hoist(void)
 			"\t@%p2 bra \t$L__BB0_3;\n\tmov.u32 \t%r4, %ctaid.y;\n"
 			"\tst.global.u32 \t[%rd1], %r4;\n$L__BB0_3:\n\tret;\n}\n";
 
-		CHECK_EQ_INT(gx_probe_body_parse(vote, sizeof(vote) - 1, "gpuext_probe_exit", &b, err,
-						 sizeof(err)), 0);
-		t = inline_hoisted(&b, "S5", &h);
+		t = hoist_src(vote, sizeof(vote) - 1, "S5", &h);
 		CHECK(t && h && !strcmp(h, "") && strstr(t, "mov.u32 \t%r2, %ctaid.x;") &&
 		      strstr(t, "mov.u32 \t%r4, %ctaid.y;") &&
 		      strstr(t, "ld.const.u64 \t%rd3, [%rd2];"));
 		free(t);
 		free(h);
-		gx_probe_body_free(&b);
 	}
 	/*
 	 * A register read on a line above the one that writes it (a rotated
@@ -1160,9 +1171,7 @@ static void test_hoist(void)
 			"\tmov.u32 \t%r1, %ntid.x;\n\tmov.u32 \t%r2, %tid.y;\n"
 			"\tst.global.u32 \t[%rd1], %r3;\n\tret;\n}\n";
 
-		CHECK_EQ_INT(gx_probe_body_parse(loop, sizeof(loop) - 1, "gpuext_probe_exit", &b, err,
-						 sizeof(err)), 0);
-		t = inline_hoisted(&b, "S4", &h);
+		t = hoist_src(loop, sizeof(loop) - 1, "S4", &h);
 		CHECK(t && h && strstr(h, "mov.u32 \t%S4_h_r1, %ntid.x;") &&
 		      strstr(h, "mov.u32 \t%S4_h_r2, %tid.y;") &&
 		      strstr(h, "mad.lo.s32 \t%S4_h_r3, %S4_h_r1, %S4_h_r2, 7;") >
@@ -1170,7 +1179,6 @@ static void test_hoist(void)
 		      strstr(t, "st.global.u32 \t[%rd1], %S4_h_r3;") && !strstr(t, "%ntid.x"));
 		free(t);
 		free(h);
-		gx_probe_body_free(&b);
 	}
 	/*
 	 * A branch that can skip whole warps (here on %tid.y) ends what may
@@ -1188,9 +1196,7 @@ static void test_hoist(void)
 			"\tst.global.u64 \t[%rd1], %rd2;\n\tst.global.u32 \t[%rd1+8], %r2;\n"
 			"$L__BB0_2:\n\tret;\n}\n";
 
-		CHECK_EQ_INT(gx_probe_body_parse(skip, sizeof(skip) - 1, "gpuext_probe_exit", &b, err,
-						 sizeof(err)), 0);
-		t = inline_hoisted(&b, "S3", &h);
+		t = hoist_src(skip, sizeof(skip) - 1, "S3", &h);
 		CHECK(t && h);
 		if (t && h) {
 			/* before the branch: moves; after it: stays */
@@ -1201,7 +1207,6 @@ static void test_hoist(void)
 		}
 		free(t);
 		free(h);
-		gx_probe_body_free(&b);
 	}
 	/*
 	 * Ten 64-bit values of the thread's place, each stored: 20 registers
@@ -1227,9 +1232,7 @@ static void test_hoist(void)
 			o += (size_t)snprintf(body + o, sizeof(body) - o,
 					      "\tst.global.u64 \t[%%rd1+%d], %%rd%d;\n", 8 * i, i + 2);
 		snprintf(body + o, sizeof(body) - o, "\tret;\n}\n");
-		CHECK_EQ_INT(gx_probe_body_parse(body, strlen(body), "gpuext_probe_exit", &b, err,
-						 sizeof(err)), 0);
-		t = inline_hoisted(&b, "S2", &h);
+		t = hoist_src(body, strlen(body), "S2", &h);
 		CHECK(t != NULL && h != NULL);
 		for (int i = 0; t && h && i < 10; i++) {
 			snprintf(name, sizeof(name), "%%S2_h_rd%d]", i + 2);
@@ -1243,7 +1246,6 @@ static void test_hoist(void)
 		CHECK_EQ_U64(moved, GX_HOIST_LIVE_MAX / 2);	/* as many as fit */
 		free(t);
 		free(h);
-		gx_probe_body_free(&b);
 	}
 }
 

@@ -139,8 +139,8 @@ static bool next_pct(const char **p, const char *e, const char **tok, size_t *n)
 	return true;
 }
 
-/* The register @a (@n bytes) of a declared family: its index in regs, or -1 (none yet). */
-static int hreg_lookup(const struct gx_hoist_plan *h, const char *a, size_t n)
+/* Where register @a (@n bytes) lives: its family's slot for its number, or NULL (no such register). */
+static int *hreg_slot(const struct gx_hoist_plan *h, const char *a, size_t n, int *fam)
 {
 	for (int f = 0; f < h->nfam; f++) {
 		const struct hfam *F = &h->fam[f];
@@ -151,47 +151,48 @@ static int hreg_lookup(const struct gx_hoist_plan *h, const char *a, size_t n)
 			continue;
 		for (i = fl; i < n && a[i] >= '0' && a[i] <= '9' && k < HOIST_MAX_FAMILY_REGS; i++)
 			k = k * 10 + (unsigned long)(a[i] - '0');
-		if (i == n && k < F->count)
-			return F->idx[k];
+		if (i != n || k >= F->count)
+			continue;	/* %rd15 is not of %r; %r<26> has no %r30 */
+		*fam = f;
+		return &F->idx[k];
 	}
-	return -1;
+	return NULL;
+}
+
+/* The register @a (@n bytes) of a declared family: its index in regs, or -1 (none yet). */
+static int hreg_lookup(const struct gx_hoist_plan *h, const char *a, size_t n)
+{
+	int f, *slot = hreg_slot(h, a, n, &f);
+
+	return slot ? *slot : -1;
 }
 
 /* hreg_lookup(), and with @add a new entry for a register of a declared family met first. */
 static int hreg_find(struct gx_hoist_plan *h, const char *a, size_t n, bool add)
 {
-	for (int f = 0; f < h->nfam; f++) {
-		struct hfam *F = &h->fam[f];
-		size_t fl = strlen(F->pfx), i;
-		unsigned long k = 0;
+	int f, *slot = hreg_slot(h, a, n, &f);
+	struct hreg *r;
 
-		if (n <= fl || memcmp(a, F->pfx, fl) || (a[fl] == '0' && n > fl + 1))
-			continue;
-		for (i = fl; i < n && a[i] >= '0' && a[i] <= '9' && k < HOIST_MAX_FAMILY_REGS; i++)
-			k = k * 10 + (unsigned long)(a[i] - '0');
-		if (i != n || k >= F->count)
-			continue;	/* %rd15 is not of %r; %r<26> has no %r30 */
-		if (F->idx[k] >= 0 || !add)
-			return F->idx[k];
-		if (h->nregs == h->capregs) {
-			int cap = h->capregs ? h->capregs * 2 : 64;
-			struct hreg *r = realloc(h->regs, (size_t)cap * sizeof(*r));
+	if (!slot || *slot >= 0 || !add)
+		return slot ? *slot : -1;
+	if (h->nregs == h->capregs) {
+		int cap = h->capregs ? h->capregs * 2 : 64;
 
-			if (!r) {
-				h->oom = true;
-				return -1;
-			}
-			h->regs = r;
-			h->capregs = cap;
+		r = realloc(h->regs, (size_t)cap * sizeof(*r));
+		if (!r) {
+			h->oom = true;
+			return -1;
 		}
-		memset(&h->regs[h->nregs], 0, sizeof(h->regs[0]));
-		memcpy(h->regs[h->nregs].name, a, n);
-		memcpy(h->regs[h->nregs].type, F->type, sizeof(F->type));
-		h->regs[h->nregs].def_line = -1;
-		F->idx[k] = h->nregs;
-		return h->nregs++;
+		h->regs = r;
+		h->capregs = cap;
 	}
-	return -1;
+	r = &h->regs[h->nregs];
+	memset(r, 0, sizeof(*r));
+	memcpy(r->name, a, n < sizeof(r->name) ? n : sizeof(r->name) - 1);
+	memcpy(r->type, h->fam[f].type, sizeof(r->type));
+	r->def_line = -1;
+	*slot = h->nregs;
+	return h->nregs++;
 }
 
 /* ".reg .b32 %r<26>;" -> a register family. */
@@ -765,23 +766,6 @@ bool gx_hoist_reg_renamed(const struct gx_hoist_plan *h, const char *tok, size_t
 	return r >= 0 && h->regs[r].hoist && !(site && h->regs[r].dup);
 }
 
-/* Appends @n bytes; false on ENOMEM. */
-static bool hput(char **o, size_t *len, size_t *cap, const char *s, size_t n)
-{
-	if (*len + n + 1 > *cap) {
-		size_t nc = (*cap ? *cap * 2 : 1024) + n;
-		char *p = realloc(*o, nc);
-
-		if (!p)
-			return false;
-		*o = p;
-		*cap = nc;
-	}
-	memcpy(*o + *len, s, n);
-	*len += n;
-	(*o)[*len] = '\0';
-	return true;
-}
 
 /* [p, p + n) with the moved registers named "%SFX_h_NAME". */
 static bool put_renamed(const struct gx_hoist_plan *h, char **o, size_t *len, size_t *cap,
@@ -791,36 +775,36 @@ static bool put_renamed(const struct gx_hoist_plan *h, char **o, size_t *len, si
 	size_t tn;
 
 	while (next_pct(&q, e, &tok, &tn)) {
-		if (!hput(o, len, cap, p, (size_t)(tok - p)))
+		if (!gx_text_put(o, len, cap, p, (size_t)(tok - p)))
 			return false;
 		if (gx_hoist_reg_renamed(h, tok, tn, false)) {
-			if (!hput(o, len, cap, "%", 1) || !hput(o, len, cap, sfx, strlen(sfx)) ||
-			    !hput(o, len, cap, "_h_", 3) || !hput(o, len, cap, tok + 1, tn - 1))
+			if (!gx_text_put(o, len, cap, "%", 1) || !gx_text_put(o, len, cap, sfx, strlen(sfx)) ||
+			    !gx_text_put(o, len, cap, "_h_", 3) || !gx_text_put(o, len, cap, tok + 1, tn - 1))
 				return false;
-		} else if (!hput(o, len, cap, tok, tn)) {
+		} else if (!gx_text_put(o, len, cap, tok, tn)) {
 			return false;
 		}
 		p = q;
 	}
-	return hput(o, len, cap, p, (size_t)(e - p));
+	return gx_text_put(o, len, cap, p, (size_t)(e - p));
 }
 
 char *gx_hoist_text(const struct gx_hoist_plan *h, const char *sfx)
 {
 	size_t len = 0, cap = 0;
 	char *o = NULL, tmp[96];
-	bool ok = hput(&o, &len, &cap, "", 0);
+	bool ok = gx_text_put(&o, &len, &cap, "", 0);
 
 	for (int i = 0; ok && h && i < h->nregs; i++)
 		if (h->regs[i].hoist && h->regs[i].need) {
 			snprintf(tmp, sizeof(tmp), "\t.reg %s %%%s_h_%s;\n", h->regs[i].type, sfx,
 				 h->regs[i].name + 1);
-			ok = hput(&o, &len, &cap, tmp, strlen(tmp));
+			ok = gx_text_put(&o, &len, &cap, tmp, strlen(tmp));
 		}
 	for (int k = 0; ok && h && k < h->norder; k++) {
 		const struct hline *L = &h->lines[h->order[k]];
 
-		ok = put_renamed(h, &o, &len, &cap, L->p, L->n, sfx) && hput(&o, &len, &cap, "\n", 1);
+		ok = put_renamed(h, &o, &len, &cap, L->p, L->n, sfx) && gx_text_put(&o, &len, &cap, "\n", 1);
 	}
 	if (!ok) {
 		free(o);

@@ -117,8 +117,7 @@ void gx_probe_body_free(struct gx_probe_body *b)
 	memset(b, 0, sizeof(*b));
 }
 
-/* Appends @n bytes to the growing buffer; false on ENOMEM. */
-static bool put(char **o, size_t *len, size_t *cap, const char *s, size_t n)
+bool gx_text_put(char **o, size_t *len, size_t *cap, const char *s, size_t n)
 {
 	if (*len + n + 1 > *cap) {
 		size_t nc = (*cap ? *cap * 2 : 4096) + n;
@@ -182,7 +181,7 @@ char *gx_probe_body_inline(const struct gx_probe_body *b, const char *const args
 			return NULL;
 	}
 	snprintf(tmp, sizeof(tmp), "\t{\t// gpuext: %s inlined (hal/nvidia/ptx_inline.c)\n", b->name);
-	ok = put(&o, &len, &cap, tmp, strlen(tmp));
+	ok = gx_text_put(&o, &len, &cap, tmp, strlen(tmp));
 	for (const char *l = b->text; ok && l < b->text + b->len; li++) {
 		const char *nl = memchr(l, '\n', (size_t)(b->text + b->len - l));
 		size_t n = nl ? (size_t)(nl - l) : (size_t)(b->text + b->len - l);
@@ -193,7 +192,7 @@ char *gx_probe_body_inline(const struct gx_probe_body *b, const char *const args
 			;	/* at the function's start now */
 		} else if (k >= 0) {
 			snprintf(tmp, sizeof(tmp), "\tmov.b%u %s, %s;\n", arg_bits[k], dst, args[k]);
-			ok = put(&o, &len, &cap, tmp, strlen(tmp));
+			ok = gx_text_put(&o, &len, &cap, tmp, strlen(tmp));
 		} else {
 			/*
 			 * Copy, suffixing labels, turning "ret;" into a branch to the end,
@@ -205,13 +204,13 @@ char *gx_probe_body_inline(const struct gx_probe_body *b, const char *const args
 
 					while (j < n && is_id(l[j]) && l[j] != '.')
 						j++;
-					ok = put(&o, &len, &cap, l + i, j - i) &&
-					     put(&o, &len, &cap, "_", 1) &&
-					     put(&o, &len, &cap, sfx, strlen(sfx));
+					ok = gx_text_put(&o, &len, &cap, l + i, j - i) &&
+					     gx_text_put(&o, &len, &cap, "_", 1) &&
+					     gx_text_put(&o, &len, &cap, sfx, strlen(sfx));
 					i = j;
 				} else if (!strncmp(l + i, "ret;", 4) && (i == 0 || !is_id(l[i - 1]))) {
 					snprintf(tmp, sizeof(tmp), "bra $%s_end;", sfx);
-					ok = put(&o, &len, &cap, tmp, strlen(tmp));
+					ok = gx_text_put(&o, &len, &cap, tmp, strlen(tmp));
 					i += 4;
 				} else if (l[i] == '%' && plan) {
 					size_t j = i + 1;
@@ -219,24 +218,24 @@ char *gx_probe_body_inline(const struct gx_probe_body *b, const char *const args
 					while (j < n && (is_id(l[j]) || l[j] == '.'))
 						j++;
 					if (gx_hoist_reg_renamed(plan, l + i, j - i, true))
-						ok = put(&o, &len, &cap, "%", 1) &&
-						     put(&o, &len, &cap, sfx, strlen(sfx)) &&
-						     put(&o, &len, &cap, "_h_", 3) &&
-						     put(&o, &len, &cap, l + i + 1, j - i - 1);
+						ok = gx_text_put(&o, &len, &cap, "%", 1) &&
+						     gx_text_put(&o, &len, &cap, sfx, strlen(sfx)) &&
+						     gx_text_put(&o, &len, &cap, "_h_", 3) &&
+						     gx_text_put(&o, &len, &cap, l + i + 1, j - i - 1);
 					else
-						ok = put(&o, &len, &cap, l + i, j - i);
+						ok = gx_text_put(&o, &len, &cap, l + i, j - i);
 					i = j;
 				} else {
-					ok = put(&o, &len, &cap, l + i, 1);
+					ok = gx_text_put(&o, &len, &cap, l + i, 1);
 					i++;
 				}
 			}
-			ok = ok && put(&o, &len, &cap, "\n", 1);
+			ok = ok && gx_text_put(&o, &len, &cap, "\n", 1);
 		}
 		l = nl ? nl + 1 : b->text + b->len;
 	}
 	snprintf(tmp, sizeof(tmp), "$%s_end:\n\t}\n", sfx);
-	if (!ok || !put(&o, &len, &cap, tmp, strlen(tmp))) {
+	if (!ok || !gx_text_put(&o, &len, &cap, tmp, strlen(tmp))) {
 		free(o);
 		if (hoisted) {
 			free(*hoisted);

@@ -115,6 +115,8 @@ void gx_probe_body_free(struct gx_probe_body *b);
  * moved code may keep live from the function's start.
  */
 #define GX_HOIST_LIVE_MAX 6
+/* Appends @n bytes of @s to the malloc'd text *@o (NUL-terminated); false on ENOMEM. */
+bool gx_text_put(char **o, size_t *len, size_t *cap, const char *s, size_t n);
 struct gx_hoist_plan;
 struct gx_hoist_plan *gx_hoist_plan_make(const struct gx_probe_body *b);
 void gx_hoist_plan_free(struct gx_hoist_plan *plan);
