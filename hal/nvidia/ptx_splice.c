@@ -5,7 +5,8 @@
  * after global loads/stores. Lives in the LD_PRELOAD library: libc and
  * gx_kernel_id() (hash.c) only, no LLVM.
  *
- * The parser works on statements, not a grammar: PTX is regular enough
+ * The parser works on statements, not a grammar (the scanner: ptx_scan.c,
+ * the state the files share: ptx_splice_impl.h): PTX is regular enough
  * (nvcc, NVRTC, LLVM and Triton all print it the same way) that a scanner
  * which knows comments, strings, braces, labels and the few directives that
  * end at a newline (.version .target .address_size .file .loc) finds every
@@ -57,16 +58,12 @@
 #include "ptx_splice.h"
 #include "nv_util.h"
 #include "ptx_text.h"
+#include "ptx_splice_impl.h"
 
 /* ------------------------------------------------------------------ */
 /* Output buffer                                                       */
 /* ------------------------------------------------------------------ */
 
-struct obuf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
 
 static void oput(struct obuf *b, const char *s, size_t n)
 {
@@ -124,326 +121,6 @@ static void oprintf(struct obuf *b, const char *fmt, ...)
 	va_end(ap);
 	oput(b, big, (size_t)n);
 	free(big);
-}
-
-/* ------------------------------------------------------------------ */
-/* Scanner: one statement at a time                                    */
-/* ------------------------------------------------------------------ */
-
-enum stmt_kind {
-	ST_EOF,
-	ST_STMT,	/* ends with ';' */
-	ST_LINE,	/* a directive that ends at the newline */
-	ST_LABEL,	/* name: */
-	ST_OPEN,	/* '{' opening a block */
-	ST_CLOSE,	/* '}' */
-	ST_HEADER,	/* text followed by '{': function or .section */
-};
-
-struct stmt {
-	enum stmt_kind kind;
-	size_t start, end;	/* src bytes: first character .. one past its last */
-	unsigned line;		/* line of start (1-based) */
-	char *text;		/* comments removed, whitespace runs made one space */
-	size_t len, cap;
-};
-
-/* What the splicer knows about one register declaration (.reg .b32 %r<10>;). */
-struct regdecl {
-	char name[48];
-	bool range;		/* %r<10>: %r0 .. %r9 */
-	unsigned size;		/* bytes; 0: predicate or unknown */
-};
-
-struct splicer {
-	const char *src;
-	size_t n, pos;
-	unsigned line;
-	struct stmt st;
-	struct obuf out;
-	size_t copied;		/* src[0 .. copied) is in out */
-	const struct gx_pack *pack;
-	struct gx_splice_stats *stats;
-	char *err;
-	size_t err_len;
-	int rc;
-
-	char pfx[16];		/* our register/label prefix, absent from the module */
-	unsigned label_seq;
-	int sm;			/* .target sm_XX; 0 unknown */
-	unsigned ver;		/* .version as major * 10 + minor */
-	bool have_version, have_target, have_addr64;
-	size_t ver_start, ver_end, hdr_end;
-	size_t sm_start, sm_end;	/* the "sm_NN" token of .target (sm_end 0: none) */
-	unsigned need_ver;	/* what the probes need: PTX ISA version ... */
-	int need_sm;		/* ... and target */
-	uint32_t ctx_words;	/* words of the probe context the probes read (bit w: 4w..4w+3) */
-	unsigned long long kid;	/* the kernel being instrumented: its id ... */
-	const char *param0;	/* ... and first parameter's name ("" if none) */
-	struct gx_probe_body body[GX_PROBE_NR];	/* the probe functions, inlined at the sites */
-	struct gx_hoist_plan *plan[GX_PROBE_NR];	/* what moves from their sites (made at first use) */
-	uint32_t guard[GX_PROBE_NR];	/* GX_GUARD_* tested before each site of the event */
-	unsigned site_seq;
-	bool probes_declared;
-	bool in_func;		/* walking a .func body: memory sites only */
-	bool filter_all;	/* the kernel filter matches every .entry of the module */
-	struct obuf funcs;	/* GX_SPLICE_FUNC lines: the .func bodies instrumented */
-	struct obuf hoist;	/* code the sites moved to the function's start ... */
-	size_t hoist_at;	/* ... which is here in out (after emit_decls) */
-	uint32_t guards_hoisted;	/* GX_GUARD_* whose predicate is in hoist */
-
-	struct regdecl *regs;
-	size_t nregs, capregs;
-};
-
-static int fail(struct splicer *s, unsigned line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int fail(struct splicer *s, unsigned line, const char *fmt, ...)
-{
-	va_list ap;
-	int n = 0;
-
-	if (s->rc)
-		return s->rc;
-	if (s->err && s->err_len) {
-		n = snprintf(s->err, s->err_len, "line %u: ", line);
-		if (n >= 0 && (size_t)n < s->err_len) {
-			va_start(ap, fmt);
-			vsnprintf(s->err + n, s->err_len - (size_t)n, fmt, ap);
-			va_end(ap);
-		}
-	}
-	s->rc = -EINVAL;
-	return s->rc;
-}
-
-static void text_put(struct splicer *s, char c)
-{
-	struct stmt *t = &s->st;
-
-	if (c == ' ' && (!t->len || t->text[t->len - 1] == ' '))
-		return;
-	if (t->len + 2 > t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 256;
-		char *p = realloc(t->text, cap);
-
-		if (!p) {
-			s->out.oom = true;
-			return;
-		}
-		t->text = p;
-		t->cap = cap;
-	}
-	t->text[t->len++] = c;
-	t->text[t->len] = '\0';
-}
-
-static bool is_ident(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '_' || c == '$';
-}
-
-static bool is_space(char c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
-
-/* Skips whitespace and comments. false on an unterminated comment. */
-static bool skip_blank(struct splicer *s)
-{
-	while (s->pos < s->n) {
-		char c = s->src[s->pos];
-
-		if (c == '\n') {
-			s->line++;
-			s->pos++;
-		} else if (is_space(c)) {
-			s->pos++;
-		} else if (c == '/' && s->pos + 1 < s->n && s->src[s->pos + 1] == '/') {
-			while (s->pos < s->n && s->src[s->pos] != '\n')
-				s->pos++;
-		} else if (c == '/' && s->pos + 1 < s->n && s->src[s->pos + 1] == '*') {
-			unsigned start = s->line;
-
-			s->pos += 2;
-			while (s->pos + 1 < s->n && !(s->src[s->pos] == '*' && s->src[s->pos + 1] == '/')) {
-				if (s->src[s->pos] == '\n')
-					s->line++;
-				s->pos++;
-			}
-			if (s->pos + 1 >= s->n) {
-				fail(s, start, "unterminated /* comment");
-				return false;
-			}
-			s->pos += 2;
-		} else {
-			break;
-		}
-	}
-	return true;
-}
-
-/*
- * Consumes one character of statement text at s->pos into the cleaned text:
- * a comment becomes a space, a string is copied whole. false on an
- * unterminated string or comment.
- */
-static bool take_char(struct splicer *s)
-{
-	char c = s->src[s->pos];
-
-	if (c == '/' && s->pos + 1 < s->n && (s->src[s->pos + 1] == '/' || s->src[s->pos + 1] == '*')) {
-		if (!skip_blank(s))
-			return false;
-		text_put(s, ' ');
-		return true;
-	}
-	if (c == '"') {
-		unsigned start = s->line;
-
-		text_put(s, c);
-		for (s->pos++; s->pos < s->n && s->src[s->pos] != '"'; s->pos++) {
-			if (s->src[s->pos] == '\n')
-				return fail(s, start, "unterminated string"), false;
-			text_put(s, s->src[s->pos]);
-		}
-		if (s->pos >= s->n)
-			return fail(s, start, "unterminated string"), false;
-		text_put(s, '"');
-		s->pos++;
-		return true;
-	}
-	if (c == '\n')
-		s->line++;
-	text_put(s, is_space(c) ? ' ' : c);
-	s->pos++;
-	return true;
-}
-
-/* Reads a balanced { ... } (initializer or vector operand) into the text. */
-static bool take_braces(struct splicer *s)
-{
-	unsigned start = s->line;
-	int depth = 0;
-
-	do {
-		char c = s->src[s->pos];
-
-		if (c == '{')
-			depth++;
-		else if (c == '}')
-			depth--;
-		if (!take_char(s))
-			return false;
-	} while (depth > 0 && s->pos < s->n);
-	if (depth > 0)
-		return fail(s, start, "unbalanced '{' in a statement"), false;
-	return true;
-}
-
-static bool line_directive(const char *p, size_t left)
-{
-	static const char *const d[] = { ".version", ".target", ".address_size", ".file", ".loc" };
-
-	for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++) {
-		size_t n = strlen(d[i]);
-
-		if (left > n && !strncmp(p, d[i], n) && is_space(p[n]))
-			return true;
-	}
-	return false;
-}
-
-/*
- * The next statement. @in_body: inside a function, where '{' after some
- * text is a vector operand, not a block.
- */
-static enum stmt_kind next_stmt(struct splicer *s, bool in_body)
-{
-	struct stmt *t = &s->st;
-	size_t p;
-
-	t->len = 0;
-	if (t->text)
-		t->text[0] = '\0';
-	if (!skip_blank(s))
-		return t->kind = ST_EOF;
-	t->start = s->pos;
-	t->line = s->line;
-	if (s->pos >= s->n)
-		return t->kind = ST_EOF;
-	if (s->src[s->pos] == '{' || s->src[s->pos] == '}') {
-		t->kind = s->src[s->pos] == '{' ? ST_OPEN : ST_CLOSE;
-		t->end = ++s->pos;
-		return t->kind;
-	}
-	/* label: identifier, optional blanks, ':' (not '::') */
-	p = s->pos;
-	if (is_ident(s->src[p]) || s->src[p] == '%') {
-		while (p < s->n && (is_ident(s->src[p]) || s->src[p] == '%'))
-			p++;
-		{
-			size_t q = p;
-
-			while (q < s->n && (s->src[q] == ' ' || s->src[q] == '\t'))
-				q++;
-			if (q < s->n && s->src[q] == ':' && (q + 1 >= s->n || s->src[q + 1] != ':')) {
-				for (size_t i = s->pos; i < p; i++)
-					text_put(s, s->src[i]);
-				s->pos = q + 1;
-				t->end = s->pos;
-				return t->kind = ST_LABEL;
-			}
-		}
-	}
-	if (line_directive(s->src + s->pos, s->n - s->pos)) {
-		while (s->pos < s->n && s->src[s->pos] != '\n') {
-			if (s->src[s->pos] == '/' && s->pos + 1 < s->n &&
-			    (s->src[s->pos + 1] == '/' || s->src[s->pos + 1] == '*'))
-				break;
-			if (!take_char(s))
-				return t->kind = ST_EOF;
-		}
-		t->end = s->pos;
-		while (t->len && t->text[t->len - 1] == ' ')
-			t->text[--t->len] = '\0';
-		return t->kind = ST_LINE;
-	}
-	while (s->pos < s->n) {
-		char c = s->src[s->pos];
-
-		if (c == ';') {
-			s->pos++;
-			t->end = s->pos;
-			while (t->len && t->text[t->len - 1] == ' ')
-				t->text[--t->len] = '\0';
-			return t->kind = ST_STMT;
-		}
-		if (c == '}') {
-			while (t->len && t->text[t->len - 1] == ' ')
-				t->text[--t->len] = '\0';
-			fail(s, t->line, "'}' inside a statement (missing ';' after \"%.60s\")", t->text);
-			return t->kind = ST_EOF;
-		}
-		if (c == '{') {
-			if (strchr(t->text, '=') || in_body) {
-				if (!take_braces(s))
-					return t->kind = ST_EOF;
-				continue;
-			}
-			s->pos++;
-			t->end = s->pos;
-			return t->kind = ST_HEADER;
-		}
-		if (!take_char(s))
-			return t->kind = ST_EOF;
-	}
-	while (t->len && t->text[t->len - 1] == ' ')
-		t->text[--t->len] = '\0';
-	fail(s, t->line, "statement \"%.60s\" does not end (no ';')", t->text);
-	return t->kind = ST_EOF;
 }
 
 /* ------------------------------------------------------------------ */
@@ -529,7 +206,7 @@ static void record_regs(struct splicer *s, const char *t)
 			size_t n = 0;
 
 			p++;
-			while (is_ident(*p) && n < sizeof(ty) - 1)
+			while (gx_sp_is_ident(*p) && n < sizeof(ty) - 1)
 				ty[n++] = *p++;
 			ty[n] = '\0';
 			if (!strcmp(ty, "v2") || !strcmp(ty, "v4") || !strcmp(ty, "align"))
@@ -537,10 +214,10 @@ static void record_regs(struct splicer *s, const char *t)
 			size = type_size(ty);
 			continue;
 		}
-		if (*p == '%' || is_ident(*p)) {
+		if (*p == '%' || gx_sp_is_ident(*p)) {
 			const char *nm = p;
 
-			while (*p == '%' || is_ident(*p))
+			while (*p == '%' || gx_sp_is_ident(*p))
 				p++;
 			add_reg(s, nm, (size_t)(p - nm), *p == '<', size);
 			while (*p && *p != ',')
@@ -829,7 +506,7 @@ static bool emit_addr(struct splicer *s, const char *op, bool generic)
 		if (!gx_ptx_parse_imm(base, &v))
 			return false;
 		oprintf(&s->out, "\tmov.u64 %%%s_a, %llu;\n", p, v);
-	} else if (!generic && is_ident(base[0])) {
+	} else if (!generic && gx_sp_is_ident(base[0])) {
 		oprintf(&s->out, "\tmov.u64 %%%s_a, %s;\n\tcvta.global.u64 %%%s_a, %%%s_a;\n", p, base,
 			p, p);
 	} else {
@@ -904,7 +581,7 @@ static void mem_site(struct splicer *s, const char *guard, bool neg, const char 
 		return;
 	nops = gx_ptx_split_operands(operands, ops, 8);
 	if (nops < 2) {
-		fail(s, s->st.line, "%s: expected two operands", opcode);
+		gx_sp_fail(s, s->st.line, "%s: expected two operands", opcode);
 		return;
 	}
 	copy_to_stmt(s);
@@ -919,7 +596,7 @@ static void mem_site(struct splicer *s, const char *guard, bool neg, const char 
 			oprintf(&s->out, "$%s_L%u:\n", p, label);
 			return;
 		}
-		fail(s, s->st.line, "%s: cannot read the address operand '%s'", opcode,
+		gx_sp_fail(s, s->st.line, "%s: cannot read the address operand '%s'", opcode,
 		     load ? ops[1] : ops[0]);
 		return;
 	}
@@ -1026,7 +703,7 @@ static char *ident_at(const char **p)
 	while (**p == ' ')
 		(*p)++;
 	start = *p;
-	while (is_ident(**p) || **p == '%')
+	while (gx_sp_is_ident(**p) || **p == '%')
 		(*p)++;
 	return strndup(start, (size_t)(*p - start));
 }
@@ -1088,10 +765,10 @@ static int parse_header(const char *t, struct fn_header *h)
 					q++;
 				continue;
 			}
-			if (is_ident(*q) && (q[-1] == ' ' || q[-1] == '(')) {
+			if (gx_sp_is_ident(*q) && (q[-1] == ' ' || q[-1] == '(')) {
 				const char *id = q;
 
-				while (is_ident(*q))
+				while (gx_sp_is_ident(*q))
 					q++;
 				last = id;
 				lastlen = (size_t)(q - id);
@@ -1192,11 +869,11 @@ static void body(struct splicer *s, const struct fn_header *h, bool instrument, 
 		entered = true;
 	}
 	while (!s->rc && !s->out.oom) {
-		enum stmt_kind k = next_stmt(s, true);
+		enum stmt_kind k = gx_sp_next_stmt(s, true);
 
 		if (k == ST_EOF) {
 			if (!s->rc)
-				fail(s, open_line, "body of %.200s does not end (no matching '}')", h->name);
+				gx_sp_fail(s, open_line, "body of %.200s does not end (no matching '}')", h->name);
 			return;
 		}
 		if (instrument && !entered &&
@@ -1221,7 +898,7 @@ static void body(struct splicer *s, const struct fn_header *h, bool instrument, 
 			}
 			break;
 		case ST_HEADER:
-			fail(s, s->st.line, "unexpected '{' after \"%.60s\"", s->st.text);
+			gx_sp_fail(s, s->st.line, "unexpected '{' after \"%.60s\"", s->st.text);
 			return;
 		case ST_STMT:
 			if (!strncmp(s->st.text, ".reg ", 5)) {
@@ -1250,13 +927,13 @@ static void skip_section(struct splicer *s, unsigned open_line)
 		char c = s->src[s->pos];
 
 		if (c == '/' && s->pos + 1 < s->n && (s->src[s->pos + 1] == '/' || s->src[s->pos + 1] == '*')) {
-			if (!skip_blank(s))
+			if (!gx_sp_skip_blank(s))
 				return;
 			continue;
 		}
 		if (c == '"') {
 			s->st.len = 0;
-			if (!take_char(s))
+			if (!gx_sp_take_char(s))
 				return;
 			continue;
 		}
@@ -1266,7 +943,7 @@ static void skip_section(struct splicer *s, unsigned open_line)
 		s->pos++;
 	}
 	if (depth > 0)
-		fail(s, open_line, "section block does not end (no matching '}')");
+		gx_sp_fail(s, open_line, "section block does not end (no matching '}')");
 }
 
 /* ------------------------------------------------------------------ */
@@ -1305,7 +982,7 @@ static void declare_probes(struct splicer *s)
 static void module(struct splicer *s)
 {
 	while (!s->rc && !s->out.oom) {
-		enum stmt_kind k = next_stmt(s, false);
+		enum stmt_kind k = gx_sp_next_stmt(s, false);
 		const char *t = s->st.text;
 
 		switch (k) {
@@ -1314,7 +991,7 @@ static void module(struct splicer *s)
 		case ST_LINE:
 			if (!strncmp(t, ".version", 8)) {
 				if (!parse_version(t + 9, &s->ver))
-					fail(s, s->st.line, "bad .version \"%s\"", t);
+					gx_sp_fail(s, s->st.line, "bad .version \"%s\"", t);
 				s->have_version = true;
 				s->ver_start = s->st.start;
 				s->ver_end = s->st.end;
@@ -1331,21 +1008,21 @@ static void module(struct splicer *s)
 					if (src_sm) {
 						s->sm_start = (size_t)(src_sm - s->src);
 						s->sm_end = s->sm_start + 3;
-						while (s->sm_end < s->n && is_ident(s->src[s->sm_end]))
+						while (s->sm_end < s->n && gx_sp_is_ident(s->src[s->sm_end]))
 							s->sm_end++;
 					}
 				}
 				s->hdr_end = s->st.end;
 			} else if (!strncmp(t, ".address_size", 13)) {
 				if (strcmp(t + 13, " 64"))
-					fail(s, s->st.line, "only 64-bit modules are spliced (%s)", t);
+					gx_sp_fail(s, s->st.line, "only 64-bit modules are spliced (%s)", t);
 				s->have_addr64 = true;
 				s->hdr_end = s->st.end;
 			}
 			break;
 		case ST_STMT:
 			if (t[0] && t[0] != '.')
-				fail(s, s->st.line, "instruction outside a function: \"%.60s\"", t);
+				gx_sp_fail(s, s->st.line, "instruction outside a function: \"%.60s\"", t);
 			break;
 		case ST_HEADER: {
 			struct fn_header h;
@@ -1363,11 +1040,11 @@ static void module(struct splicer *s)
 				break;
 			}
 			if (!ph) {
-				fail(s, line, "'{' after \"%.60s\", which is not a function header", t);
+				gx_sp_fail(s, line, "'{' after \"%.60s\", which is not a function header", t);
 				break;
 			}
 			if (!s->have_version || !s->have_target) {
-				fail(s, line, "function %.200s before the .version and .target directives",
+				gx_sp_fail(s, line, "function %.200s before the .version and .target directives",
 				     h.name);
 				fn_header_free(&h);
 				break;
@@ -1388,7 +1065,7 @@ static void module(struct splicer *s)
 			inst = inst || func_sites;
 			if (inst && !s->have_addr64) {
 				/* without .address_size, PTX addresses are 32-bit: our code is 64-bit */
-				fail(s, line, "kernel %.200s: the module has no .address_size 64", h.name);
+				gx_sp_fail(s, line, "kernel %.200s: the module has no .address_size 64", h.name);
 				fn_header_free(&h);
 				break;
 			}
@@ -1409,11 +1086,11 @@ static void module(struct splicer *s)
 			break;
 		}
 		case ST_LABEL:
-			fail(s, s->st.line, "label %s outside a function", t);
+			gx_sp_fail(s, s->st.line, "label %s outside a function", t);
 			break;
 		case ST_OPEN:
 		case ST_CLOSE:
-			fail(s, s->st.line, "'%c' outside a function", k == ST_OPEN ? '{' : '}');
+			gx_sp_fail(s, s->st.line, "'%c' outside a function", k == ST_OPEN ? '{' : '}');
 			break;
 		}
 	}
@@ -1617,7 +1294,7 @@ int gx_ptx_splice(const char *ptx, size_t ptx_len, const struct gx_pack *pack, c
 	if (!s.rc)
 		module(&s);
 	if (!s.rc && !s.have_version)
-		fail(&s, 1, "no .version directive: not a PTX module");
+		gx_sp_fail(&s, 1, "no .version directive: not a PTX module");
 	if (!s.rc && s.stats->instrumented) {
 		unsigned need = s.need_ver;
 
