@@ -26,17 +26,20 @@
  *   - not inside inline assembly, except one register-to-register mov.b64
  *     (how ptx_runtime.c hides the table's address from LLVM);
  *   - before the first branch that can skip whole warps: only a branch on
- *     a value of the lanes alone (%laneid, %lanemask_*, activemask: the
- *     leader election) lets the region go on, since one lane of every warp
- *     passes it. Past any other (warp_id != 0, a NULL map, a full ring) a
- *     line runs in few warps, and at the start it would run in all: with
- *     that, launchlate on the stencil went from 1.018x to 1.061x.
+ *     the leader election (activemask and %lanemask_* together) lets the
+ *     region go on, since one lane of every warp passes it. Past any other
+ *     (warp_id != 0, a NULL map, a full ring, a vote, %laneid < K) a line
+ *     runs in few warps, and at the start it would run in all: with that,
+ *     launchlate on the stencil went from 1.018x to 1.061x.
  * Constants (lines that read no special register, only other constants)
- * are copied: the site keeps its own, so they never stay live. Of the
- * rest, the values a remaining line reads stay live from the start: at
- * most GX_HOIST_LIVE_MAX 32-bit registers per site (a predicate counts
- * as one), else values go back to the site one at a time, each time the one
- * that keeps the most code moved, until the rest fits.
+ * are copied, and only when a moved line reads them: the site keeps its
+ * own, so they never stay live. Of the rest, the values a remaining line
+ * reads stay live from the start: at most GX_HOIST_LIVE_MAX 32-bit
+ * registers per site (a predicate counts as one), else values go back to
+ * the site one at a time, each time the one that keeps the most code
+ * moved, until the rest fits (a body with over 8 times that keeps all at
+ * its sites: the search is about cubic). The moved lines are written in an
+ * order where each follows what it reads, or not at all.
  */
 #include <errno.h>
 #include <stdio.h>
