@@ -730,6 +730,34 @@ static void test_details(const struct gx_pack *hand)
 		free(out);
 		out = NULL;
 
+		/*
+		 * A .func taking registers (hand-written PTX): a stored parameter's
+		 * value is captured at its width, not read as an unknown register (0).
+		 */
+		{
+			static const char regp[] =
+				".version 7.8\n.target sm_75\n.address_size 64\n\n"
+				".func (.reg .b32 %rr) regf(.reg .b64 %pa, .reg .b32 %pv)\n{\n"
+				"\tst.global.u32 [%pa], %pv;\n\tmov.b32 %rr, %pv;\n\tret;\n}\n"
+				".visible .entry rk(.param .u64 rk_p)\n{\n\t.reg .b64 %rd<2>;\n"
+				"\t.reg .b32 %r<3>;\n\tld.param.u64 %rd1, [rk_p];\n\tmov.u32 %r1, 7;\n"
+				"\tcall (%r2), regf, (%rd1, %r1);\n\tret;\n}\n";
+			char *o2 = NULL;
+			size_t o2len = 0;
+
+			pk = *hand;
+			CHECK_EQ_INT(gx_ptx_splice(regp, sizeof(regp) - 1, &pk, &o2, &o2len, &st, err,
+						   sizeof(err)), 0);
+			CHECK_EQ_INT(st.store_sites, 1);
+			CHECK_STR_CONTAINS(o2, "mov.b32 %gxs_r0, %pv;\n\tcvt.u64.u32 %gxs_v, %gxs_r0;");
+			CHECK(o2 && !strstr(o2, "mov.u64 %gxs_v, 0;\n\tmov.u32 %gxs_r0, 4;"));
+			test_checks++;
+			if (o2 && !assemble(o2, o2len, "sm_80", ".func with .reg parameters"))
+				test_fail(__FILE__, __LINE__, "a .func with .reg parameters, spliced, does "
+					  "not assemble");
+			free(o2);
+		}
+
 		/* a filter that takes every kernel of the module: the .func's callers are all traced */
 		snprintf(pk.kernel_filter, sizeof(pk.kernel_filter), "fk");
 		CHECK_EQ_INT(gx_ptx_splice(fn, sizeof(fn) - 1, &pk, &out, &olen, &st, err,

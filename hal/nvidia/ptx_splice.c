@@ -686,12 +686,14 @@ struct fn_header {
 	bool entry;		/* .entry (else .func) */
 	char *name;		/* malloc'd */
 	char *param0;		/* malloc'd; first parameter's name, "" if none */
+	char *regparams;	/* malloc'd; a .func's ".reg" parameters, ".reg .b32 %a\n..." */
 };
 
 static void fn_header_free(struct fn_header *h)
 {
 	free(h->name);
 	free(h->param0);
+	free(h->regparams);
 	memset(h, 0, sizeof(*h));
 }
 
@@ -744,7 +746,28 @@ static int parse_header(const char *t, struct fn_header *h)
 	}
 	h->name = ident_at(&p);
 	h->param0 = strdup("");
-	if (!h->name || !h->param0) {
+	h->regparams = strdup("");
+	/*
+	 * A .func may take (and return) registers: ".reg .b32 %a" in its
+	 * parameter lists. The sites need their sizes like those of the body's
+	 * own registers (a stored value's width).
+	 */
+	for (const char *r = f && !h->entry ? strstr(f, ".reg ") : NULL; r && h->regparams;
+	     r = strstr(r + 5, ".reg ")) {
+		size_t n = strcspn(r, ",)"), have = strlen(h->regparams);
+		char *np = realloc(h->regparams, have + n + 2);
+
+		if (!np) {
+			free(h->regparams);
+			h->regparams = NULL;
+			break;
+		}
+		memcpy(np + have, r, n);
+		np[have + n] = '\n';
+		np[have + n + 1] = '\0';
+		h->regparams = np;
+	}
+	if (!h->name || !h->param0 || !h->regparams) {
 		fn_header_free(h);
 		return -ENOMEM;
 	}
@@ -855,6 +878,18 @@ static void body(struct splicer *s, const struct fn_header *h, bool instrument, 
 
 	s->nregs = 0;
 	s->in_func = !h->entry;
+	for (const char *r = h->regparams; r && *r;) {
+		const char *nl = strchr(r, '\n');
+		char *one = strndup(r, nl ? (size_t)(nl - r) : strlen(r));
+
+		if (!one) {
+			s->out.oom = true;
+			return;
+		}
+		record_regs(s, one);
+		free(one);
+		r = nl ? nl + 1 : r + strlen(r);
+	}
 	s->hoist.len = 0;
 	s->guards_hoisted = 0;
 	if (instrument) {
