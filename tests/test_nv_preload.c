@@ -261,9 +261,12 @@ static struct {
 	struct nv_dmap *m;
 	void *allocs[16];
 	int nallocs;
-	int cons_writes, cons_dirty, memsets, fail_dtoh;
+	int cons_writes, cons_dirty, memsets, fail_dtoh, dtohs, launches, fail_launch;
 	void (*mid_copy)(void);	/* one shot, in the next data DtoH */
 } fk;
+
+/* The drain's tidy kernel in test_ring_drain_with(): NULL, or the fake below. */
+static struct nv_tidy *fk_t;
 
 static CUresult fk_alloc(CUdeviceptr *p, size_t n)
 {
@@ -288,24 +291,36 @@ static CUresult fk_host_alloc(void **p, size_t n, unsigned flags)
 	return r;
 }
 
-static CUresult fk_htod(CUdeviceptr d, const void *s, size_t n, CUstream st)
+/* A new cons for the header at @d: [old cons, new cons) must already read 0 on the device. */
+static void fk_cons_check(CUdeviceptr d, uint64_t to)
+{
+	struct nv_dmap *m = fk.m;
+	uint32_t k = (uint32_t)((d - m->rh_dev) / sizeof(struct gpuext_ptx_ringbuf_hdr));
+	const struct gpuext_ptx_ringbuf_hdr *h = (void *)(uintptr_t)(m->rh_dev + k * 32);
+	const uint8_t *data = (uint8_t *)(uintptr_t)m->dptr + (size_t)k * m->shard_bytes;
+
+	for (uint64_t p = h->cons; p < to; p++)
+		if (data[p & (m->shard_bytes - 1)])
+			fk.cons_dirty++;
+	fk.cons_writes++;
+}
+
+static bool fk_is_cons(CUdeviceptr d, size_t n)
 {
 	struct nv_dmap *m = fk.m;
 
+	return m && m->rh_dev && n == 8 && d >= m->rh_dev &&
+	       d < m->rh_dev + m->nr_shards * sizeof(struct gpuext_ptx_ringbuf_hdr);
+}
+
+static CUresult fk_htod(CUdeviceptr d, const void *s, size_t n, CUstream st)
+{
 	(void)st;
-	if (m && m->rh_dev && n == 8 && d >= m->rh_dev &&
-	    d < m->rh_dev + m->nr_shards * sizeof(struct gpuext_ptx_ringbuf_hdr)) {
-		/* A new cons: [old cons, new cons) must already read 0 on the device. */
-		uint32_t k = (uint32_t)((d - m->rh_dev) / sizeof(struct gpuext_ptx_ringbuf_hdr));
-		const struct gpuext_ptx_ringbuf_hdr *h = (void *)(uintptr_t)(m->rh_dev + k * 32);
-		const uint8_t *data = (uint8_t *)(uintptr_t)m->dptr + (size_t)k * m->shard_bytes;
+	if (fk_is_cons(d, n)) {
 		uint64_t to;
 
 		memcpy(&to, s, 8);
-		for (uint64_t p = h->cons; p < to; p++)
-			if (data[p & (m->shard_bytes - 1)])
-				fk.cons_dirty++;
-		fk.cons_writes++;
+		fk_cons_check(d, to);
 	}
 	memcpy((void *)(uintptr_t)d, s, n);
 	return 0;
@@ -314,6 +329,7 @@ static CUresult fk_htod(CUdeviceptr d, const void *s, size_t n, CUstream st)
 static CUresult fk_dtoh(void *d, CUdeviceptr s, size_t n, CUstream st)
 {
 	(void)st;
+	fk.dtohs++;
 	if (fk.fail_dtoh)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (fk.mid_copy && fk.m && s >= fk.m->dptr && n > 8) {
@@ -337,6 +353,49 @@ static CUresult fk_memset32(CUdeviceptr d, unsigned v, size_t n, CUstream st)
 	for (size_t i = 0; i < n; i++)
 		((uint32_t *)(uintptr_t)d)[i] = v;
 	fk.memsets++;
+	return 0;
+}
+
+/* The tidy kernel as nv_maps.c's PTX does it: per block, zero both ranges, then cons. */
+static CUresult fk_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+			  unsigned by, unsigned bz, unsigned shm, CUstream st, void **params,
+			  void **extra)
+{
+	const struct nv_tidy_ent *e;
+
+	(void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shm, (void)st, (void)extra;
+	if (fk.fail_launch || !fk_t || f != fk_t->fn || !params)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	e = (const void *)(uintptr_t)*(CUdeviceptr *)params[0];
+	for (unsigned i = 0; i < gx; i++) {
+		memset((void *)(uintptr_t)e[i].a0, 0, e[i].n0);
+		memset((void *)(uintptr_t)e[i].a1, 0, e[i].n1);
+		if (e[i].cons_addr) {
+			if (fk_is_cons(e[i].cons_addr, 8))
+				fk_cons_check(e[i].cons_addr, e[i].cons);
+			memcpy((void *)(uintptr_t)e[i].cons_addr, &e[i].cons, 8);
+		}
+	}
+	fk.launches++;
+	return 0;
+}
+
+static CUresult fk_load(CUmodule *mod, const void *img)
+{
+	*mod = (CUmodule)(uintptr_t)0x40d;
+	return img == nv_tidy_ptx() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_IMAGE;
+}
+
+static CUresult fk_getfn(CUfunction *f, CUmodule mod, const char *name)
+{
+	*f = (CUfunction)(uintptr_t)0xf17;
+	return mod && !strcmp(name, "gpuext_ring_tidy") ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+static CUresult fk_hostptr(CUdeviceptr *d, void *p, unsigned flags)
+{
+	(void)flags;
+	*d = (CUdeviceptr)(uintptr_t)p;
 	return 0;
 }
 
@@ -449,7 +508,9 @@ static void commit_first(void)
 	memcpy(rec, &w, 4);
 }
 
-static void test_ring_drain_with(bool have_memset)
+enum drain_mode { DRAIN_MEMSET, DRAIN_COPY, DRAIN_TIDY };
+
+static void test_ring_drain_with(enum drain_mode mode)
 {
 	GPUEXT_OPTS(gpuext_runtime_opts, ro, .publish_maps = true);
 	GPUEXT_OPTS(gpuext_map_def, rd, .name = "rbdev", .type = BPF_MAP_TYPE_RINGBUF,
@@ -474,8 +535,20 @@ static void test_ring_drain_with(bool have_memset)
 	cu.MemcpyHtoDAsync = fk_htod;
 	cu.MemcpyDtoHAsync = fk_dtoh;
 	cu.StreamSynchronize = fk_sync;
-	cu.MemsetD32Async = have_memset ? fk_memset32 : NULL;
+	cu.MemsetD32Async = mode == DRAIN_MEMSET ? fk_memset32 : NULL;
 	fk.m = &m;
+	fk_t = NULL;
+	if (mode == DRAIN_TIDY) {
+		static struct nv_tidy tidy;
+
+		cu.ModuleLoadData = fk_load;
+		cu.ModuleGetFunction = fk_getfn;
+		cu.LaunchKernel = fk_launch;
+		cu.MemHostGetDevicePointer = fk_hostptr;
+		CHECK_EQ_INT(nv_tidy_init(&cu, &tidy, 2048, err, sizeof(err)), 0);
+		CHECK_EQ_U64(tidy.cap, 2048);
+		fk_t = &tidy;
+	}
 	CHECK_EQ_INT(gpuext_runtime__new(&ro, &rt), 0);
 	CHECK_EQ_INT(gpuext_map__create(rt, &rd, &rb), 0);
 	if (!rb || !log)
@@ -484,10 +557,10 @@ static void test_ring_drain_with(bool have_memset)
 	CHECK_EQ_INT(nv_shm_open(&s, &pm, err, sizeof(err)), 0);
 	CHECK_EQ_INT(gpuext_ringbuf_consumer__new(rb, on_log, log, &cons), 0);
 
-	/* Bad sizes are refused before anything is allocated. */
+	/* Bad sizes are refused before anything is allocated (the tidy table aside). */
 	CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m, 3000, 8, 0, &d, &r), -EINVAL);
 	CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m, 512u << 20, 8, 0, &d, &r), -E2BIG);
-	CHECK_EQ_INT(fk.nallocs, 0);
+	CHECK_EQ_INT(fk.nallocs, mode == DRAIN_TIDY);
 	/* 256 KiB on 1 SM: eight shards of 32 KiB, headers contiguous (the test uses two). */
 	CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m, 256 << 10, 1, 0, &d, &r), 0);
 	CHECK_EQ_INT(d.nr_slots, 8);
@@ -512,8 +585,11 @@ static void test_ring_drain_with(bool have_memset)
 				CHECK_EQ_INT(dev_put(&d, k, rec, 40, 0), 0);
 				seq[k]++;
 			}
-		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m, &s, &moved), 0);
+		fk.dtohs = 0;
+		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m, fk_t, &s, &moved), 0);
 		CHECK_EQ_U64(moved, 80);
+		/* the headers, then both shards' ranges in one copy, twice (they are neighbours) */
+		CHECK_EQ_INT(fk.dtohs, 3);
 		total += moved;
 		gpuext_ringbuf_consumer__consume(cons);
 		/* Everything consumed: both shards' data read 0 again on the device. */
@@ -535,7 +611,24 @@ static void test_ring_drain_with(bool have_memset)
 			}
 	CHECK(fk.cons_writes >= 80);
 	CHECK_EQ_INT(fk.cons_dirty, 0);	/* zeroed before every cons write */
-	CHECK(have_memset ? fk.memsets > 0 : fk.memsets == 0);
+	CHECK(mode == DRAIN_MEMSET ? fk.memsets > 0 : fk.memsets == 0);
+	/* the tidy kernel: one launch a drain, for both shards */
+	CHECK_EQ_INT(fk.launches, mode == DRAIN_TIDY ? 100 : 0);
+	if (mode == DRAIN_TIDY) {
+		/* A launch that fails: the same drain zeroes call by call, and so do later ones. */
+		rec[0] = seq[0]++;
+		CHECK_EQ_INT(dev_put(&d, 0, rec, 40, 0), 0);
+		fk.fail_launch = 1;
+		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m, fk_t, &s, &moved), 0);
+		fk.fail_launch = 0;
+		CHECK_EQ_U64(moved, 1);
+		CHECK(fk_t->fn == NULL);
+		CHECK_EQ_U64(hd[0].cons, hd[0].prod);
+		CHECK(all_zero((void *)(uintptr_t)d.base, 2 * (size_t)d.max_entries));
+		CHECK_EQ_INT(fk.cons_dirty, 0);
+		CHECK_EQ_INT(fk.launches, 100);
+		gpuext_ringbuf_consumer__consume(cons);
+	}
 
 	/* A full shard drops only there; the other one keeps taking records. */
 	rec[0] = (uint64_t)1 << 32 | seq[1];
@@ -561,7 +654,7 @@ static void test_ring_drain_with(bool have_memset)
 	CHECK_EQ_U64(gpuext_ptx_rb_drops_off(0), gpuext_ptx_rb_drops_off(1));	/* 0 reads as 1 */
 	CHECK_EQ_U64(gpuext_ptx_rb_drops_off(8), 256);
 	CHECK_EQ_U64(gpuext_ptx_rb_aux_bytes(1024), 1024 * 40);
-	CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m, &s, &moved), 0);
+	CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m, fk_t, &s, &moved), 0);
 	CHECK_EQ_U64(m.ring_drops, 3);
 	CHECK_EQ_U64(moved, 1 + filled);
 	gpuext_ringbuf_consumer__consume(cons);
@@ -579,7 +672,7 @@ static void test_ring_drain_with(bool have_memset)
 		busy = dev_put_busy(&d, 0, 40, 0, false, NULL);
 		rec[0] = (uint64_t)1 << 32 | seq[1]++;
 		CHECK_EQ_INT(dev_put(&d, 1, rec, 40, 0), 0);
-		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m, &s, &moved), 0);
+		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m, fk_t, &s, &moved), 0);
 		CHECK_EQ_U64(moved, 1);
 		CHECK(busy != NULL);
 		if (!busy)
@@ -593,13 +686,13 @@ static void test_ring_drain_with(bool have_memset)
 		if (!unwritten)
 			goto out;
 		*(uint32_t *)unwritten = 0;
-		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m, &s, &moved), 0);
+		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m, fk_t, &s, &moved), 0);
 		CHECK_EQ_U64(moved, 1);
 		CHECK_EQ_U64(hd[0].cons + 48, hd[0].prod);	/* waits at the unwritten one */
 		rec[0] = seq[0]++;
 		memcpy(unwritten + 1, rec, 40);
 		*(uint32_t *)unwritten = 40;
-		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m, &s, &moved), 0);
+		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m, fk_t, &s, &moved), 0);
 		CHECK_EQ_U64(moved, 1);
 		gpuext_ringbuf_consumer__consume(cons);
 		CHECK_EQ_U64((uint64_t)log->n, n0 + 3);
@@ -620,7 +713,7 @@ static void test_ring_drain_with(bool have_memset)
 		mid_desc = &d2;
 		CHECK(dev_put_busy(&d2, 0, 40, 0, false, NULL) != NULL);
 		fk.mid_copy = commit_first;
-		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m2, &s, &moved), 0);
+		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m2, fk_t, &s, &moved), 0);
 		CHECK_EQ_U64(moved, 1);
 		gpuext_ringbuf_consumer__consume(cons);
 		CHECK_EQ_U64(log->last, 0xfeedull);
@@ -630,10 +723,10 @@ static void test_ring_drain_with(bool have_memset)
 		rec[0] = 0x5eed;
 		CHECK_EQ_INT(dev_put(&d2, 0, rec, 40, 0), 0);
 		fk.fail_dtoh = 1;
-		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m2, &s, &moved), -EIO);
+		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m2, fk_t, &s, &moved), -EIO);
 		fk.fail_dtoh = 0;
 		CHECK_EQ_U64(((struct gpuext_ptx_ringbuf_hdr *)(uintptr_t)d2.aux)->cons, 48);
-		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m2, &s, &moved), 0);
+		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m2, fk_t, &s, &moved), 0);
 		CHECK_EQ_U64(moved, 1);
 		gpuext_ringbuf_consumer__consume(cons);
 		CHECK_EQ_U64(log->last, 0x5eed);
@@ -650,7 +743,7 @@ static void test_ring_drain_with(bool have_memset)
 			memcpy(data + (h2->prod & 0xffff), &w, 4);
 			memset(data + (h2->prod & 0xffff) + 8, 0x55, 16);
 			h2->prod += 32;
-			CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m2, &s, &moved), 0);
+			CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m2, fk_t, &s, &moved), 0);
 			CHECK_EQ_U64(moved, 1);	/* the good one before it */
 			CHECK_EQ_U64(s.host_drops, hd0 + 1);
 			CHECK_EQ_U64(h2->cons, h2->prod);
@@ -676,7 +769,7 @@ static void test_ring_drain_with(bool have_memset)
 		big[0] = 0xb16b16;
 		big[1499] = 0xe2d;
 		CHECK_EQ_INT(dev_put(&d3, 3, big, 12000, 0), 0);
-		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m3, &s, &moved), 0);
+		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m3, fk_t, &s, &moved), 0);
 		CHECK_EQ_U64(moved, 3);
 		gpuext_ringbuf_consumer__consume(cons);
 		CHECK_EQ_U64(log->last, 0xb16b16);
@@ -730,8 +823,10 @@ static void test_ring_drain(void)
 		}
 		CHECK_EQ_INT(bad, 0);
 	}
-	test_ring_drain_with(true);
-	test_ring_drain_with(false);	/* no cuMemsetD32Async: zeroed by a copy */
+	test_ring_drain_with(DRAIN_MEMSET);
+	test_ring_drain_with(DRAIN_COPY);	/* no cuMemsetD32Async: zeroed by a copy */
+	test_ring_drain_with(DRAIN_TIDY);	/* one tidy launch a drain */
+	fk_t = NULL;
 }
 
 static void test_shm_hash(void)

@@ -30,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "nv_impl.h"
 #include "nvprobe.h"
 #include "ptx/ptx.h"
 #include "ptx_splice.h"
@@ -1456,6 +1457,9 @@ int main(void)
 	test_malformed();
 	test_inline();
 	test_hoist();
+	/* The preload's own kernels assemble too: the ring drain's tidy kernel (nv_maps.c). */
+	CHECK(assemble(nv_tidy_ptx(), strlen(nv_tidy_ptx()), "sm_80", "ring tidy kernel"));
+	CHECK(assemble(nv_tidy_ptx(), strlen(nv_tidy_ptx()), "sm_90", "ring tidy kernel"));
 	printf("test_nv_splice: %u splices, %u ptxas runs passed (packs: %d)\n", spliced_inputs,
 	       assembled_outputs, npacks);
 

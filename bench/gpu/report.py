@@ -22,24 +22,22 @@ def kv(line):
     return d
 
 
-def main(path, gpu):
-    runs = [kv(l) for l in open(path) if l.startswith("RUN ")]
-    att = [kv(l) for l in open(path) if l.startswith("ATTACHRUN ")]
-    works = []
-    for r in runs:
-        if r.get("workload") and r["workload"] not in works:
-            works.append(r["workload"])
-    tools = ["jitonly", "kernelretsnoop", "threadhist", "launchlate", "smload", "kerneldur",
-             "memtrace"]
-    print(f"GPU: {gpu}")
-    print("overhead = median time with the tool / without (CUDA events, after warm-up); "
-          "tiny = per launch")
+def table(runs, works, tools, kind, bad):
+    """One table: kind "gpu" (CUDA events) or "wall" (the host's time of a rep)."""
+    if kind == "gpu":
+        print("overhead = median time with the tool / without (CUDA events, after warm-up); "
+              "tiny = per launch")
+    else:
+        print("\nwall = median host time of a rep with the tool / without: the launches, the "
+              "kernels and the synchronize call, where the tool copies what its probes wrote")
     hdr = f"{'workload':<10} {'size':<42} {'reps':>4} {'base ms':>9} {'noise':>6} " + \
         " ".join(f"{t[:10]:>10}" for t in tools)
     print(hdr)
-    bad = []
     for w in works:
-        key = "per" if w == "tiny" else "median_ms"
+        if kind == "gpu":
+            key = "per" if w == "tiny" else "median_ms"
+        else:
+            key = "wall_median_ms"
         # Several rounds of one configuration (tiny, membound_2^N): the round whose time is
         # the median.
         by = {}
@@ -51,7 +49,7 @@ def main(path, gpu):
             ok = sorted((r for r in lst if key in r), key=lambda r: float(r[key]))
             rs[c] = ok[len(ok) // 2] if ok else lst[-1]
         b = rs.get("base")
-        if not b or "median_ms" not in b:
+        if not b or key not in b or float(b[key]) <= 0:
             print(f"{w:<10} (no baseline)")
             continue
         base = float(b[key])
@@ -64,10 +62,12 @@ def main(path, gpu):
                 cells.append(f"{'-':>10}")
             elif "timeout" in r:
                 cells.append(f"{'>' + r['timeout']:>10}")
-                bad.append(f"{w}/{t}: over {r['timeout']} per run (ring-buffer bound)")
+                if kind == "gpu":
+                    bad.append(f"{w}/{t}: over {r['timeout']} per run (ring-buffer bound)")
             elif key not in r or r.get("rc") != "0" or r.get("check") != "ok":
                 cells.append(f"{'fail':>10}")
-                bad.append(f"{w}/{t}: rc={r.get('rc')} check={r.get('check')}")
+                if kind == "gpu":
+                    bad.append(f"{w}/{t}: rc={r.get('rc')} check={r.get('check')}")
             else:
                 ratio = float(r[key]) / base
                 cells.append(f"{ratio:>9.3f}x")
@@ -76,10 +76,25 @@ def main(path, gpu):
                 if t == "jitonly":
                     limit = None
                 if limit and ratio > limit:
-                    bad.append(f"{w}/{t}: {ratio:.3f}x > target {limit}x")
-        unit = "us/launch" if w == "tiny" else ""
+                    bad.append(f"{w}/{t} ({kind}): {ratio:.3f}x > target {limit}x")
+        unit = "us/launch" if w == "tiny" and kind == "gpu" else ""
         print(f"{w:<10} {b.get('size', ''):<42} {b.get('reps', ''):>4} {base:>9.4f} {noise:>5.3f}x "
               + " ".join(cells) + (f"  ({unit})" if unit else ""))
+
+
+def main(path, gpu):
+    runs = [kv(l) for l in open(path) if l.startswith("RUN ")]
+    att = [kv(l) for l in open(path) if l.startswith("ATTACHRUN ")]
+    works = []
+    for r in runs:
+        if r.get("workload") and r["workload"] not in works:
+            works.append(r["workload"])
+    tools = ["jitonly", "kernelretsnoop", "threadhist", "launchlate", "smload", "kerneldur",
+             "memtrace"]
+    print(f"GPU: {gpu}")
+    bad = []
+    for kind in ("gpu", "wall"):
+        table(runs, works, tools, kind, bad)
     if att:
         print("\nattach latency, 128 kernels in one module (threadhist probes; ms of the app's "
               "first launches of every kernel, and of its whole run until then):")

@@ -146,6 +146,34 @@ int nv_ring_place(const struct nv_api *cu, CUstream st, struct nv_dmap *m, uint3
 		  int sms, uint32_t max_record, struct gpuext_ptx_map_desc *d, CUresult *r);
 
 /*
+ * One entry of the ring tidy kernel's table (nv_maps.c, gpuext_ring_tidy):
+ * block i zeroes [a0, a0 + n0) and [a1, a1 + n1) (device addresses, n
+ * multiples of 8), then writes cons to cons_addr (0: none). 48 bytes.
+ */
+struct nv_tidy_ent {
+	uint64_t a0, n0, a1, n1, cons_addr, cons;
+};
+
+/* A context's tidy kernel and its table (mapped pinned memory of cap entries). */
+struct nv_tidy {
+	CUmodule mod;
+	CUfunction fn;			/* NULL: drains zero with one call per range */
+	struct nv_tidy_ent *tab;
+	CUdeviceptr tab_dev;
+	uint32_t cap;
+};
+
+/*
+ * Loads the tidy kernel in the current context and maps a table of @cap
+ * entries. 0, or -ENOSYS/-EIO with @why set (@t is then all 0: drains use
+ * one call per range, which is slower, not wrong).
+ */
+int nv_tidy_init(const struct nv_api *cu, struct nv_tidy *t, uint32_t cap, char *why,
+		 size_t why_len);
+/* Its PTX (tests assemble it with ptxas). */
+const char *nv_tidy_ptx(void);
+
+/*
  * Moves the committed records of device ring @m (current context) into @out:
  * shard after shard (order is kept within a shard, that is within an SM),
  * each in reservation order up to its first record not yet committed
@@ -154,16 +182,18 @@ int nv_ring_place(const struct nv_api *cu, CUstream st, struct nv_dmap *m, uint3
  * reserved range of each shard, the committed part once more (a copy
  * engine reads a range in no defined order, so only a copy that starts
  * after the commit was seen is sure to hold the whole payload), then the
- * consumed bytes are zeroed on the device and only after that, in stream
- * order, the new cons is written: the device cannot reuse space before it
- * reads 0 again. A corrupt header (length past the shard or the producer)
+ * consumed bytes are zeroed on the device and only after that the new
+ * cons is written: the device cannot reuse space before it reads 0 again.
+ * Copies of neighbouring shards merge into one; the zeroing and the cons
+ * writes of all shards are one launch of @t's tidy kernel (@t NULL, or no
+ * kernel: one call per range and per cons, in stream order). A corrupt header (length past the shard or the producer)
  * drops the rest of that shard (zeroed, counted in out->host_drops).
  * Records @out has no room for count in out->host_drops. *@moved (may be
  * NULL) gets the records published; m->ring_drops the device drop count
  * (all shards). 0 or -EIO (a CUDA error: nothing consumed in that shard).
  */
-int nv_ring_drain(const struct nv_api *cu, CUstream st, struct nv_dmap *m, struct nv_shm *out,
-		  uint64_t *moved);
+int nv_ring_drain(const struct nv_api *cu, CUstream st, struct nv_dmap *m, struct nv_tidy *t,
+		  struct nv_shm *out, uint64_t *moved);
 
 /*
  * Adds (@now - @base) into @acc lane by lane: values are @value_size bytes
@@ -213,6 +243,7 @@ struct nv_ctx {
 	bool broken;			/* setting up failed: probes see no maps */
 	struct gpuext_ptx_map_desc desc[GX_PACK_MAX_MAPS];
 	struct nv_dmap m[GX_PACK_MAX_MAPS];
+	struct nv_tidy tidy;		/* rings: the drain's tidy kernel (nv_tidy_init) */
 	/* 0 not calibrated, 1 in progress, 2 ->clock valid, 3 failed (preload only). */
 	_Atomic int clock_state;
 	struct nv_clock clock;

@@ -451,37 +451,195 @@ int nv_ring_place(const struct nv_api *cu, CUstream st, struct nv_dmap *m, uint3
 }
 
 /*
- * Copies positions [@from, @to) of shard @k device -> staging (@zero:
- * zeroes them on the device instead), in at most two pieces where the
- * range wraps. Staging keeps the device offsets.
+ * The device bytes of positions [@from, @to) of shard @k, as offsets from
+ * m->dptr: at most two pieces (the range may wrap), in ascending order
+ * (the wrapped piece is at the shard's start). Returns how many.
  */
-static CUresult ring_range(const struct nv_api *cu, CUstream st, struct nv_dmap *m, uint32_t k,
-			   uint64_t from, uint64_t to, bool zero)
+static int ring_pieces(const struct nv_dmap *m, uint32_t k, uint64_t from, uint64_t to,
+		       uint64_t piece[2][2])
 {
 	uint64_t sb = m->shard_bytes, off = from & (sb - 1), len = to - from;
-	uint64_t piece[2][2] = { { off, len < sb - off ? len : sb - off }, { 0, 0 } };
-	uint8_t *host = (uint8_t *)m->host + (size_t)k * sb;
-	CUdeviceptr dev = m->dptr + (CUdeviceptr)k * sb;
+	uint64_t first = len < sb - off ? len : sb - off;
+	int n = 0;
+
+	if (len > first) {
+		piece[n][0] = (uint64_t)k * sb;
+		piece[n++][1] = len - first;
+	}
+	if (first) {
+		piece[n][0] = (uint64_t)k * sb + off;
+		piece[n++][1] = first;
+	}
+	return n;
+}
+
+/*
+ * Device -> staging copies of ascending byte ranges, merged while the gap
+ * between two is at most NV_RING_COPY_GAP: one call per shard cost ~13 ms a
+ * drain on an H100 with 1,024 shards full, where one copy of the whole ring
+ * is well under 1 ms. The bytes in a gap land in staging unread.
+ */
+#define NV_RING_COPY_GAP (256u << 10)
+
+struct ring_run {
+	uint64_t a, b;
+	bool open;
+};
+
+static CUresult run_flush(const struct nv_api *cu, CUstream st, struct nv_dmap *m,
+			  struct ring_run *c)
+{
+	if (!c->open)
+		return CUDA_SUCCESS;
+	c->open = false;
+	return cu->MemcpyDtoHAsync((uint8_t *)m->host + c->a, m->dptr + c->a, c->b - c->a, st);
+}
+
+static CUresult run_add(const struct nv_api *cu, CUstream st, struct nv_dmap *m,
+			struct ring_run *c, uint32_t k, uint64_t from, uint64_t to)
+{
+	uint64_t piece[2][2];
+	int n = ring_pieces(m, k, from, to, piece);
 	CUresult r = CUDA_SUCCESS;
 
-	piece[1][1] = len - piece[0][1];
-	for (int i = 0; i < 2 && r == CUDA_SUCCESS; i++) {
-		uint64_t o = piece[i][0], n = piece[i][1];
+	for (int i = 0; i < n && r == CUDA_SUCCESS; i++) {
+		uint64_t a = piece[i][0], b = a + piece[i][1];
 
-		if (!n)
+		if (c->open && a <= c->b + NV_RING_COPY_GAP) {
+			if (b > c->b)
+				c->b = b;
 			continue;
-		if (!zero) {
-			r = cu->MemcpyDtoHAsync(host + o, dev + o, n, st);
-		} else if (cu->MemsetD32Async) {
-			/* Records are 8-aligned multiples of 8: whole u32 words. */
-			r = cu->MemsetD32Async(dev + o, 0, n / 4, st);
-		} else {
-			/* No memset entry point: the staging copy, zeroed, goes back. */
-			memset(host + o, 0, n);
-			r = cu->MemcpyHtoDAsync(dev + o, host + o, n, st);
 		}
+		r = run_flush(cu, st, m, c);
+		c->a = a;
+		c->b = b;
+		c->open = true;
 	}
 	return r;
+}
+
+/* Zeroes device bytes [@off, @off + @n) of ring @m (offsets from m->dptr), one call. */
+static CUresult ring_zero(const struct nv_api *cu, CUstream st, struct nv_dmap *m, uint64_t off,
+			  uint64_t n)
+{
+	uint8_t *host = (uint8_t *)m->host + off;
+
+	if (!n)
+		return CUDA_SUCCESS;
+	/* Records are 8-aligned multiples of 8: whole u32 words. */
+	if (cu->MemsetD32Async)
+		return cu->MemsetD32Async(m->dptr + off, 0, n / 4, st);
+	/* No memset entry point: the staging copy, zeroed, goes back. */
+	memset(host, 0, n);
+	return cu->MemcpyHtoDAsync(m->dptr + off, host, n, st);
+}
+
+/*
+ * The tidy kernel: one block per table entry zeroes the entry's (at most two)
+ * byte ranges, waits for its threads (bar.sync), and only then, after a
+ * fence, thread 0 writes the shard's new cons: the device sees cons move only
+ * once the space it frees reads 0. It replaces two or three calls per
+ * consumed shard (memsets and a cons copy) with one launch per drain. The
+ * table is mapped pinned host memory (struct nv_tidy_ent), written before the
+ * launch and read by it; the addresses in it are device addresses.
+ */
+static const char tidy_ptx[] =
+	".version 6.0\n"
+	".target sm_52\n"
+	".address_size 64\n"
+	"\n"
+	".visible .entry gpuext_ring_tidy(.param .u64 p_tab)\n"
+	"{\n"
+	"	.reg .pred %p<4>;\n"
+	"	.reg .b32 %r<4>;\n"
+	"	.reg .b64 %rd<16>;\n"
+	"\n"
+	"	ld.param.u64 %rd1, [p_tab];\n"
+	"	cvta.to.global.u64 %rd1, %rd1;\n"
+	"	mov.u32 %r1, %ctaid.x;\n"
+	"	mul.wide.u32 %rd2, %r1, 48;\n"
+	"	add.s64 %rd1, %rd1, %rd2;\n"
+	"	ld.volatile.global.u64 %rd3, [%rd1];\n"
+	"	ld.volatile.global.u64 %rd4, [%rd1+8];\n"
+	"	ld.volatile.global.u64 %rd5, [%rd1+16];\n"
+	"	ld.volatile.global.u64 %rd6, [%rd1+24];\n"
+	"	cvta.to.global.u64 %rd3, %rd3;\n"
+	"	cvta.to.global.u64 %rd5, %rd5;\n"
+	"	mov.u32 %r2, %tid.x;\n"
+	"	mul.wide.u32 %rd7, %r2, 8;\n"
+	"	mov.u32 %r3, %ntid.x;\n"
+	"	mul.wide.u32 %rd8, %r3, 8;\n"
+	"	mov.u64 %rd15, 0;\n"
+	"	mov.u64 %rd9, %rd7;\n"
+	"ZERO0:\n"
+	"	setp.ge.u64 %p1, %rd9, %rd4;\n"
+	"	@%p1 bra START1;\n"
+	"	add.s64 %rd10, %rd3, %rd9;\n"
+	"	st.global.u64 [%rd10], %rd15;\n"
+	"	add.s64 %rd9, %rd9, %rd8;\n"
+	"	bra.uni ZERO0;\n"
+	"START1:\n"
+	"	mov.u64 %rd9, %rd7;\n"
+	"ZERO1:\n"
+	"	setp.ge.u64 %p1, %rd9, %rd6;\n"
+	"	@%p1 bra ZEROED;\n"
+	"	add.s64 %rd10, %rd5, %rd9;\n"
+	"	st.global.u64 [%rd10], %rd15;\n"
+	"	add.s64 %rd9, %rd9, %rd8;\n"
+	"	bra.uni ZERO1;\n"
+	"ZEROED:\n"
+	"	bar.sync 0;\n"
+	"	setp.ne.u32 %p2, %r2, 0;\n"
+	"	@%p2 bra DONE;\n"
+	"	ld.volatile.global.u64 %rd11, [%rd1+32];\n"
+	"	ld.volatile.global.u64 %rd12, [%rd1+40];\n"
+	"	setp.eq.u64 %p3, %rd11, 0;\n"
+	"	@%p3 bra DONE;\n"
+	"	cvta.to.global.u64 %rd11, %rd11;\n"
+	"	membar.gl;\n"
+	"	st.volatile.global.u64 [%rd11], %rd12;\n"
+	"DONE:\n"
+	"	ret;\n"
+	"}\n";
+
+const char *nv_tidy_ptx(void)
+{
+	return tidy_ptx;
+}
+
+#define NV_TIDY_THREADS 256
+
+int nv_tidy_init(const struct nv_api *cu, struct nv_tidy *t, uint32_t cap, char *why,
+		 size_t why_len)
+{
+	char nb[32];
+	CUresult r;
+
+	memset(t, 0, sizeof(*t));
+	if (!cu->ModuleLoadData || !cu->ModuleGetFunction || !cu->LaunchKernel ||
+	    !cu->MemHostGetDevicePointer) {
+		snprintf(why, why_len, "the driver lacks an entry point it needs");
+		return -ENOSYS;
+	}
+	r = cu->ModuleLoadData(&t->mod, tidy_ptx);
+	if (r == CUDA_SUCCESS)
+		r = cu->ModuleGetFunction(&t->fn, t->mod, "gpuext_ring_tidy");
+	if (r == CUDA_SUCCESS)
+		r = cu->MemHostAlloc((void **)&t->tab, (size_t)cap * sizeof(*t->tab),
+				     CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
+	if (r == CUDA_SUCCESS)
+		r = cu->MemHostGetDevicePointer(&t->tab_dev, t->tab, 0);
+	if (r != CUDA_SUCCESS) {
+		snprintf(why, why_len, "%s", nv_cu_name(cu, r, nb, sizeof(nb)));
+		if (t->tab && cu->MemFreeHost)
+			cu->MemFreeHost(t->tab);
+		if (t->mod && cu->ModuleUnload)
+			cu->ModuleUnload(t->mod);
+		memset(t, 0, sizeof(*t));
+		return -EIO;
+	}
+	t->cap = cap;
+	return 0;
 }
 
 /*
@@ -512,12 +670,38 @@ static uint64_t ring_committed(const uint8_t *data, uint64_t size, uint64_t cons
 	return cons;
 }
 
-/* nv_ring_drain() with its per-shard arrays (n entries each) from the caller. */
-static int ring_drain(const struct nv_api *cu, CUstream st, struct nv_dmap *m, struct nv_shm *out,
-		      uint64_t *moved, uint64_t *cons, uint64_t *prod, uint64_t *end, bool *bad)
+/*
+ * Step 4 of a drain without the tidy kernel (or after its launch failed):
+ * each entry's ranges zeroed one call at a time, then its cons written from
+ * the pinned header staging, all in stream order.
+ */
+static CUresult tidy_by_calls(const struct nv_api *cu, CUstream st, struct nv_dmap *m,
+			      const struct nv_tidy_ent *e, const uint32_t *shard, uint32_t n)
 {
-	uint32_t n = m->nr_shards, sb = m->shard_bytes;
+	CUresult r = CUDA_SUCCESS;
+
+	for (uint32_t i = 0; i < n && r == CUDA_SUCCESS; i++) {
+		uint32_t k = shard[i];
+
+		r = ring_zero(cu, st, m, e[i].a0 - m->dptr, e[i].n0);
+		if (r == CUDA_SUCCESS)
+			r = ring_zero(cu, st, m, e[i].a1 - m->dptr, e[i].n1);
+		if (r != CUDA_SUCCESS)
+			break;
+		m->rh[k].cons = e[i].cons;	/* pinned: read by the copy below, after the zeroing */
+		r = cu->MemcpyHtoDAsync(e[i].cons_addr, &m->rh[k].cons, sizeof(m->rh[k].cons), st);
+	}
+	return r;
+}
+
+/* nv_ring_drain() with its per-shard arrays (n entries each) from the caller. */
+static int ring_drain(const struct nv_api *cu, CUstream st, struct nv_dmap *m, struct nv_tidy *t,
+		      struct nv_shm *out, uint64_t *moved, uint64_t *cons, uint64_t *prod,
+		      uint64_t *end, bool *bad, struct nv_tidy_ent *ents, uint32_t *shard)
+{
+	uint32_t n = m->nr_shards, sb = m->shard_bytes, nent = 0;
 	uint64_t drops = 0, recs = 0;
+	struct ring_run run = { 0 };
 	bool again = false;
 	CUresult r;
 
@@ -539,7 +723,9 @@ static int ring_drain(const struct nv_api *cu, CUstream st, struct nv_dmap *m, s
 	/* 2. The reserved range of each shard: which records are committed. */
 	for (uint32_t k = 0; k < n && r == CUDA_SUCCESS; k++)
 		if (prod[k] > cons[k] && prod[k] - cons[k] <= sb)
-			r = ring_range(cu, st, m, k, cons[k], prod[k], false);
+			r = run_add(cu, st, m, &run, k, cons[k], prod[k]);
+	if (r == CUDA_SUCCESS)
+		r = run_flush(cu, st, m, &run);
 	if (r == CUDA_SUCCESS)
 		r = cu->StreamSynchronize(st);
 	if (r != CUDA_SUCCESS)
@@ -556,15 +742,18 @@ static int ring_drain(const struct nv_api *cu, CUstream st, struct nv_dmap *m, s
 	 */
 	for (uint32_t k = 0; k < n && r == CUDA_SUCCESS; k++)
 		if (end[k] > cons[k])
-			r = ring_range(cu, st, m, k, cons[k], end[k], false);
+			r = run_add(cu, st, m, &run, k, cons[k], end[k]);
+	if (r == CUDA_SUCCESS)
+		r = run_flush(cu, st, m, &run);
 	if (again && r == CUDA_SUCCESS)
 		r = cu->StreamSynchronize(st);
 	if (r != CUDA_SUCCESS)
 		return -EIO;
-	/* 4. Publish in shard order, zero what was consumed, and only then move cons. */
-	for (uint32_t k = 0; k < n && r == CUDA_SUCCESS; k++) {
+	/* 4. Publish in shard order; then zero what was consumed, and only after that move cons. */
+	for (uint32_t k = 0; k < n; k++) {
 		const uint8_t *data = (uint8_t *)m->host + (size_t)k * sb;
-		uint64_t to = bad[k] ? prod[k] : end[k];
+		uint64_t to = bad[k] ? prod[k] : end[k], piece[2][2] = { { 0, 0 }, { 0, 0 } };
+		struct nv_tidy_ent *e = &ents[nent];
 
 		for (uint64_t pos = cons[k]; pos < end[k];) {
 			uint32_t w, len;
@@ -577,19 +766,42 @@ static int ring_drain(const struct nv_api *cu, CUstream st, struct nv_dmap *m, s
 				recs++;
 			pos += gpuext_round8((uint64_t)len + GPUEXT_RB_HDR_SZ);
 		}
+		if (to == cons[k])
+			continue;
 		if (bad[k]) {
 			/* Whatever lies past a corrupt header cannot be trusted: drop the shard's rest. */
 			out->host_drops++;
-			r = ring_range(cu, st, m, k, 0, sb, true);
-		} else if (to > cons[k]) {
-			r = ring_range(cu, st, m, k, cons[k], to, true);
+			piece[0][0] = (uint64_t)k * sb;
+			piece[0][1] = sb;
+		} else {
+			ring_pieces(m, k, cons[k], to, piece);
 		}
-		if (to == cons[k] || r != CUDA_SUCCESS)
-			continue;
-		m->rh[k].cons = to;	/* pinned: read by the copy below, after the zeroing */
-		r = cu->MemcpyHtoDAsync(m->rh_dev + (CUdeviceptr)k * sizeof(*m->rh) +
-					offsetof(struct gpuext_ptx_ringbuf_hdr, cons),
-					&m->rh[k].cons, sizeof(m->rh[k].cons), st);
+		e->a0 = m->dptr + piece[0][0];
+		e->n0 = piece[0][1];
+		e->a1 = m->dptr + piece[1][0];
+		e->n1 = piece[1][1];
+		e->cons_addr = m->rh_dev + (CUdeviceptr)k * sizeof(*m->rh) +
+			       offsetof(struct gpuext_ptx_ringbuf_hdr, cons);
+		e->cons = to;
+		shard[nent++] = k;
+	}
+	if (!nent)
+		r = CUDA_SUCCESS;
+	else if (t && t->fn) {
+		void *params[] = { &t->tab_dev };
+		char nb[32];
+
+		r = cu->LaunchKernel(t->fn, nent, 1, 1, NV_TIDY_THREADS, 1, 1, 0, st, params, NULL);
+		if (r != CUDA_SUCCESS) {
+			/* Nothing ran: the same entries, one call at a time, and so from now on. */
+			fprintf(stderr, "gpuext-nvprobe: launching the ring tidy kernel failed (%s); "
+				"drains zero consumed records with one call per range from now on\n",
+				nv_cu_name(cu, r, nb, sizeof(nb)));
+			t->fn = NULL;
+			r = tidy_by_calls(cu, st, m, ents, shard, nent);
+		}
+	} else {
+		r = tidy_by_calls(cu, st, m, ents, shard, nent);
 	}
 	if (r == CUDA_SUCCESS)
 		r = cu->StreamSynchronize(st);
@@ -598,10 +810,11 @@ static int ring_drain(const struct nv_api *cu, CUstream st, struct nv_dmap *m, s
 	return r == CUDA_SUCCESS ? 0 : -EIO;
 }
 
-int nv_ring_drain(const struct nv_api *cu, CUstream st, struct nv_dmap *m, struct nv_shm *out,
-		  uint64_t *moved)
+int nv_ring_drain(const struct nv_api *cu, CUstream st, struct nv_dmap *m, struct nv_tidy *t,
+		  struct nv_shm *out, uint64_t *moved)
 {
 	uint32_t n = m->nr_shards;
+	struct nv_tidy_ent *ents;
 	uint64_t *a;
 	int err;
 
@@ -609,12 +822,23 @@ int nv_ring_drain(const struct nv_api *cu, CUstream st, struct nv_dmap *m, struc
 		*moved = 0;
 	if (!n || n > NV_RING_MAX_SHARDS || !pow2(m->shard_bytes) || !m->rh || !m->host)
 		return -EINVAL;
-	/* 52 KiB at 2048 shards: not on the stack of whatever app thread drains */
-	a = malloc((size_t)n * (3 * sizeof(uint64_t) + sizeof(bool)));
-	if (!a)
+	if (t && t->fn && t->cap < n)
+		return -EINVAL;
+	/* 60 KiB at 2048 shards: not on the stack of whatever app thread drains */
+	a = malloc((size_t)n * (3 * sizeof(uint64_t) + sizeof(uint32_t) + sizeof(bool)));
+	ents = t && t->fn ? t->tab : calloc(n, sizeof(*ents));
+	if (!a || !ents) {
+		free(a);
+		if (!(t && t->fn))
+			free(ents);
 		return -ENOMEM;
-	err = ring_drain(cu, st, m, out, moved, a, a + n, a + 2 * (size_t)n, (bool *)(a + 3 * (size_t)n));
+	}
+	err = ring_drain(cu, st, m, t, out, moved, a, a + n, a + 2 * (size_t)n,
+			 (bool *)((uint32_t *)(a + 3 * (size_t)n) + n), ents,
+			 (uint32_t *)(a + 3 * (size_t)n));
 	free(a);
+	if (ents != (t ? t->tab : NULL))
+		free(ents);
 	return err;
 }
 
@@ -847,6 +1071,16 @@ static int ctx_setup(struct nv_maps *mm, struct nv_ctx *x)
 	r = cu->StreamSynchronize(x->stream);
 	if (r != CUDA_SUCCESS)
 		goto cuda_fail;
+	for (uint32_t i = 0; i < p->map_cnt; i++)
+		if (mm->placed[i] && p->maps[i].type == BPF_MAP_TYPE_RINGBUF) {
+			char why[96];
+
+			if (nv_tidy_init(cu, &x->tidy, NV_RING_MAX_SHARDS, why, sizeof(why)))
+				fprintf(stderr, "gpuext-nvprobe: GPU %d: the ring tidy kernel is not "
+					"available (%s): each drain zeroes consumed records with one "
+					"call per range, which is slower\n", x->ordinal, why);
+			break;
+		}
 	return 0;
 cuda_fail:
 	fprintf(stderr, "gpuext-nvprobe: placing the probe maps on GPU %d failed: %s; kernels "
@@ -1014,7 +1248,7 @@ static void publish(struct nv_maps *mm)
 				/* Copies: never into an app's stream capture. */
 				mode = nv_capture_relax(cu);
 				if (cu->CtxPushCurrent(x->ctx) == CUDA_SUCCESS) {
-					nv_ring_drain(cu, x->stream, &x->m[i], s, NULL);
+					nv_ring_drain(cu, x->stream, &x->m[i], &x->tidy, s, NULL);
 					cu->CtxPopCurrent(&popped);
 				}
 				nv_capture_restore(cu, mode);

@@ -232,6 +232,7 @@ struct nv_state {
 	_Atomic bool exited;		/* nv_exit ran (it may be registered several times) */
 	_Atomic int rearmed;		/* nv_exit_rearm calls that registered nv_exit again */
 	_Atomic uint64_t sync_mirror_ns;	/* last mirror after a synchronizing call */
+	_Atomic uint64_t sync_mirror_cost_ns;	/* how long that one took (nv_sync_mirror) */
 };
 extern struct nv_state g;
 

@@ -707,6 +707,28 @@ EXPORT CUresult cuKernelGetFunction(CUfunction *f, CUkernel k)
 
 /* ---- launches ---- */
 
+/*
+ * The preload's ring tidy kernel (hal/nvidia/nv_maps.c), as its PTX does it:
+ * block i zeroes the two ranges of table entry i, then writes its cons.
+ * Device addresses here are host addresses.
+ */
+static CUresult tidy_launch(unsigned gx, void **p)
+{
+	const uint64_t *e;
+
+	if (!p || !p[0])
+		return CUDA_ERROR_INVALID_VALUE;
+	e = (const uint64_t *)(uintptr_t)*(CUdeviceptr *)p[0];
+	for (unsigned i = 0; i < gx; i++, e += 6) {
+		memset((void *)(uintptr_t)e[0], 0, e[1]);
+		memset((void *)(uintptr_t)e[2], 0, e[3]);
+		if (e[4])
+			memcpy((void *)(uintptr_t)e[4], &e[5], 8);
+	}
+	logf_("tidy %u", gx);
+	return 0;
+}
+
 static CUresult launch(const char *how, CUfunction f, unsigned gx, unsigned bx)
 {
 	struct ffunc *fn = (struct ffunc *)f;
@@ -726,6 +748,8 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
 	(void)gy, (void)gz, (void)by, (void)bz, (void)shm, (void)s, (void)e;
 	if (f && !strcmp(((struct ffunc *)f)->name, "gpuext_clock_sync"))
 		return clk_launch(p);
+	if (f && !strcmp(((struct ffunc *)f)->name, "gpuext_ring_tidy"))
+		return tidy_launch(gx, p);
 	return launch("launch", f, gx, bx);
 }
 
