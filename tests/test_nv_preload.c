@@ -1203,7 +1203,29 @@ static void test_cudart_exit(void)
 	CHECK(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
 	CHECK_EQ_U64(ss.v, 42);	/* while the app still runs: the cuCtxSynchronize mirror */
 	run_free(&run);
+
+	/* GPUEXT_NV_SYNC_SHARE=0: no mirror after a synchronizing call, only at exit. */
+	v = 0;
+	CHECK_EQ_INT(gpuext_map__update(arr, &key, &v, BPF_ANY), 0);
+	ss.v = 7;
+	setenv("GPUEXT_NV_SYNC_SHARE", "0", 1);
+	run_app(dir, cache, tmp, false, read_key1, &ss, &run);
+	CHECK(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
+	CHECK_EQ_U64(ss.v, 0);
+	CHECK_EQ_INT(gpuext_map__lookup(arr, &key, &v), 0);
+	CHECK_EQ_U64(v, 42);
+	run_free(&run);
+	/* Not a percentage: said, and the default share (the mirror happens). */
+	v = 0;
+	CHECK_EQ_INT(gpuext_map__update(arr, &key, &v, BPF_ANY), 0);
+	setenv("GPUEXT_NV_SYNC_SHARE", "lots", 1);
+	run_app(dir, cache, tmp, false, read_key1, &ss, &run);
+	CHECK(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
+	CHECK_STR_CONTAINS(run.err, "GPUEXT_NV_SYNC_SHARE='lots' is not a percentage 0-100");
+	CHECK_EQ_U64(ss.v, 42);
+	run_free(&run);
 out:
+	unsetenv("GPUEXT_NV_SYNC_SHARE");
 	unsetenv("FAKECUDA_ATEXIT_DEINIT");
 	unsetenv("GPUEXT_NV_MIRROR_MS");
 	unsetenv("FAKEAPP_MODE");

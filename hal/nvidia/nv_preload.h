@@ -233,6 +233,7 @@ struct nv_state {
 	_Atomic int rearmed;		/* nv_exit_rearm calls that registered nv_exit again */
 	_Atomic uint64_t sync_mirror_ns;	/* last mirror after a synchronizing call */
 	_Atomic uint64_t sync_mirror_cost_ns;	/* how long that one took (nv_sync_mirror) */
+	unsigned sync_share;			/* percent of a thread's time those may take */
 };
 extern struct nv_state g;
 

@@ -468,7 +468,7 @@ void nv_exit_rearm(void)
  * then current even if the process dies without running atexit handlers
  * (_exit, a signal) or its teardown takes the contexts down a way we do not
  * see. Only when kernels ran since the last mirror, and rationed: at most
- * every 2 ms, and at most NV_SYNC_MIRROR_SHARE of the thread's time by the
+ * every 2 ms, and at most g.sync_share percent of the thread's time by the
  * last one's cost (the mirror thread and the exit mirror catch what a
  * skipped call left). Without the ration a ring tool cost the app far more
  * than its kernels' slowdown: on an H100, the wall time of a synchronized
@@ -476,7 +476,7 @@ void nv_exit_rearm(void)
  * of its 1,024 shards taking ~13 ms, and a memtrace step 819x.
  */
 #define NV_SYNC_MIRROR_GAP_NS 2000000ull
-#define NV_SYNC_MIRROR_SHARE 50	/* 1/50: 2% */
+#define NV_SYNC_SHARE_DEFAULT 2	/* percent; GPUEXT_NV_SYNC_SHARE sets it (0: no sync mirrors) */
 
 void nv_sync_mirror(void)
 {
@@ -488,8 +488,10 @@ void nv_sync_mirror(void)
 		return;
 	now = nv_now_ns();
 	last = atomic_load_explicit(&g.sync_mirror_ns, memory_order_relaxed);
-	gap = atomic_load_explicit(&g.sync_mirror_cost_ns, memory_order_relaxed) *
-	      NV_SYNC_MIRROR_SHARE;
+	if (!g.sync_share)
+		return;
+	gap = atomic_load_explicit(&g.sync_mirror_cost_ns, memory_order_relaxed) * 100 /
+	      g.sync_share;
 	if (gap < NV_SYNC_MIRROR_GAP_NS)
 		gap = NV_SYNC_MIRROR_GAP_NS;
 	if (now - last < gap || !atomic_compare_exchange_strong(&g.sync_mirror_ns, &last, now))
@@ -709,6 +711,23 @@ static void init_body(void)
 	 * own cost and "jit-only / native" the driver JIT's (bench/gpu).
 	 */
 	g.jit_only = getenv("GPUEXT_NV_JIT_ONLY") && !strcmp(getenv("GPUEXT_NV_JIT_ONLY"), "1");
+	/*
+	 * The share of an app thread's time the mirrors after its synchronizing
+	 * calls may take (nv_sync_mirror): more keeps more ring records (drained
+	 * sooner), at that cost in the app's wall time.
+	 */
+	g.sync_share = NV_SYNC_SHARE_DEFAULT;
+	if (getenv("GPUEXT_NV_SYNC_SHARE")) {
+		const char *str = getenv("GPUEXT_NV_SYNC_SHARE");
+		char *end;
+		long v = strtol(str, &end, 10);
+
+		if (end == str || *end || v < 0 || v > 100)
+			fprintf(stderr, PFX "GPUEXT_NV_SYNC_SHARE='%s' is not a percentage 0-100: "
+				"using %d\n", str, NV_SYNC_SHARE_DEFAULT);
+		else
+			g.sync_share = (unsigned)v;
+	}
 	g.kernels_fd = open_out("kernels.txt", 0);
 	g.launches_fd = open_out("launches.bin", 0);
 	if (g.kernels_fd < 0 || g.launches_fd < 0) {
