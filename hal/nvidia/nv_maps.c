@@ -21,8 +21,8 @@
  *                        cons (nv_ring_drain: copies of neighbouring shards
  *                        merged, the zeroing and cons writes of all shards
  *                        one launch of a small kernel of ours, instead of
- *                        several calls per shard that cost ~13 ms a drain
- *                        of 1,024 full shards on an H100). They used to live in mapped
+ *                        several calls per shard that cost ~11 ms a drain
+ *                        of 512 full shards on an H100). They used to live in mapped
  *                        pinned host memory, read in place: on an H200 every
  *                        reservation was then a system-scope CAS over PCIe,
  *                        ~170 us per record under contention (one record per
@@ -479,8 +479,8 @@ static int ring_pieces(const struct nv_dmap *m, uint32_t k, uint64_t from, uint6
 
 /*
  * Device -> staging copies of ascending byte ranges, merged while the gap
- * between two is at most NV_RING_COPY_GAP: one call per shard cost ~13 ms a
- * drain on an H100 with 1,024 shards full, where one copy of the whole ring
+ * between two is at most NV_RING_COPY_GAP: with a few calls per shard a drain
+ * of 512 full shards took ~11 ms on an H100, where one copy of the whole ring
  * is well under 1 ms. The bytes in a gap land in staging unread.
  */
 #define NV_RING_COPY_GAP (256u << 10)
@@ -1291,6 +1291,7 @@ static void retire(struct nv_maps *mm, struct nv_ctx *x)
 		x->m[i].host = NULL;
 		x->m[i].dptr = 0;
 	}
+	memset(&x->tidy, 0, sizeof(x->tidy));	/* module and table went with the context */
 }
 
 void nv_maps__ctx_gone(struct nv_maps *mm, CUcontext c)

@@ -473,7 +473,7 @@ void nv_exit_rearm(void)
  * skipped call left). Without the ration a ring tool cost the app far more
  * than its kernels' slowdown: on an H100, the wall time of a synchronized
  * stencil step was 9.0x under kernelretsnoop (1.07x on the GPU), each drain
- * of its 1,024 shards taking ~13 ms, and a memtrace step 819x.
+ * of its 512 shards taking ~11 ms, and a memtrace step 819x.
  */
 #define NV_SYNC_MIRROR_GAP_NS 2000000ull
 #define NV_SYNC_SHARE_DEFAULT 2	/* percent; GPUEXT_NV_SYNC_SHARE sets it (0: no sync mirrors) */
