@@ -133,7 +133,7 @@ build_app() { # name, nvcc args...
   fi
 }
 fails=0
-for a in vecadd gemm reduce multistream graph devfunc bigconst; do
+for a in vecadd gemm reduce multistream graph devfunc bigconst gather; do
   build_app "$a" "$src/$a.cu" || fails=$((fails + 1))
 done
 build_app vecadd_shared -cudart shared "$src/vecadd.cu" || fails=$((fails + 1))
@@ -196,6 +196,7 @@ base ptxload "$apps/ptxload" "$apps/ptxkern.ptx" 65536
 base graph "$apps/graph" 10
 base devfunc "$apps/devfunc" 4096
 base bigconst "$apps/bigconst" 1048576
+base gather "$apps/gather" 4096
 
 say "threadhist: exits == launched warps (warp mode) / threads (--per-thread)"
 traced th_vecadd threadhist --interval 0 --dir "$logs/dir_th_vecadd" --out "$logs/th_vecadd.csv" -- "$apps/vecadd" 1048576 &&
@@ -227,6 +228,9 @@ traced mt_vecadd memtrace --interval 0 --out "$logs/mt_vecadd.txt" -- "$apps/vec
   check memtrace mt_vecadd "$logs/mt_vecadd.log" "$logs/mt_vecadd.txt" vecadd a:r,b:r,c:w
 traced mt_nvrtc memtrace --interval 0 --out "$logs/mt_nvrtc.txt" -- "$apps/nvrtc_saxpy" 3000 &&
   check memtrace mt_nvrtc "$logs/mt_nvrtc.log" "$logs/mt_nvrtc.txt" nvrtc_saxpy x:r,y:r,y:w
+# gather: consecutive (one record a warp), scattered (one a lane), affine with stride 8 (one a warp)
+traced mt_gather memtrace --interval 0 --out "$logs/mt_gather.txt" -- "$apps/gather" 4096 &&
+  check memtrace mt_gather "$logs/mt_gather.log" "$logs/mt_gather.txt" gather idx:r,a:r%7919,c:w,s:w*2
 # devfunc's y accesses are in a device function the compiler did not inline (a .func)
 traced mt_devfunc memtrace --interval 0 --out "$logs/mt_devfunc.txt" -- "$apps/devfunc" 4096 &&
   check memtrace mt_devfunc "$logs/mt_devfunc.log" "$logs/mt_devfunc.txt" devfunc_axpy x:r,y:r,y:w &&
@@ -282,7 +286,7 @@ say "results unchanged by instrumentation"
 for p in "vecadd th_vecadd" "vecadd_odd th_vecadd_odd" "vecadd_shared th_shared" "gemm th_gemm" \
          "reduce th_reduce" "multistream th_multistream" "graph th_graph" "nvrtc th_nvrtc" "ptxload th_ptxload" \
          "vecadd_small mt_vecadd" "nvrtc mt_nvrtc" "gemm rs_gemm" "multistream ll_multistream" \
-         "gemm sm_gemm" "devfunc mt_devfunc" "bigconst th_bigconst" "graph ll_graph"; do
+         "gemm sm_gemm" "devfunc mt_devfunc" "bigconst th_bigconst" "graph ll_graph" "gather mt_gather"; do
   set -- $p
   [ -f "$logs/$2.log" ] && check same "same_$2" "$logs/base_$1.log" "$logs/$2.log"
 done

@@ -11,12 +11,13 @@
  *
  * One record per warp when it can: the lanes vote (gpuext_warp_ballot) on
  * whether their addresses are affine in the lane number, addr = first lane's
- * + (lane - first) x stride, where the stride is the second lane's distance
- * (or the access size when the next lane is idle). If all agree, the lowest
+ * + (lane - first) x stride, first with the access size as the stride
+ * (consecutive: the common case, one vote), else with the second lane's
+ * distance (or the access size when the next lane is idle). If all agree, the lowest
  * lane writes one record {address, stride, lane mask, size, load/store,
  * kernel, block, first thread}; a coalesced warp then costs one 48-byte
  * record instead of 32. Otherwise each lane writes its own (lane mask 1).
- * The votes run before any lane-dependent branch, as the verifier requires.
+ * The votes run under warp-uniform control only, as the verifier requires.
  * `gpuext trace` expands the records into single accesses, and `--out FILE`
  * writes them in the simulator's trace format (hal/sim/trace_io.h), so
  * `gpuext sim --trace FILE` replays what a real GPU did. A full ring buffer
@@ -35,11 +36,23 @@ static __always_inline int record(struct gpuext_probe_ctx *ctx, __u32 flags)
 	__u64 mask = gpuext_warp_ballot(1);
 	__u64 lead = gpuext_warp_first(lane);
 	__u64 base = gpuext_warp_first(addr);
-	__u64 next = gpuext_warp_shfl(addr, lead + 1);
-	__u64 stride = (mask >> (lead + 1)) & 1 ? next - base : size;
-	__u64 fits = (__s64)stride == (__s64)(__s32)stride;
+	__u64 stride = size;
 	__u64 agree = gpuext_warp_ballot(addr == base + (lane - lead) * stride);
+	__u64 fits = 1;
 	struct gx_rec_mem *r;
+
+	/*
+	 * Consecutive (stride = size) is the common case and needs no shuffle
+	 * more; otherwise the second lane's distance, if that lane is active.
+	 * agree and mask are the same in every lane: the branch is warp-uniform.
+	 */
+	if (agree != mask) {
+		__u64 next = gpuext_warp_shfl(addr, lead + 1);
+
+		stride = (mask >> (lead + 1)) & 1 ? next - base : size;
+		fits = (__s64)stride == (__s64)(__s32)stride;
+		agree = gpuext_warp_ballot(addr == base + (lane - lead) * stride);
+	}
 
 	if (fits && agree == mask) {
 		if (lane != lead)

@@ -74,16 +74,24 @@ def c_threadhist(name, log, out, mode):
 
 def c_memtrace(name, log, trace, kernel, bufs):
     """The simulator trace (text) holds exactly the app's access pattern.
-    bufs: 'a:r,b:r,c:w' -> thread i reads a+4i, reads b+4i, writes c+4i."""
+    bufs: 'a:r,b:r,c:w' -> thread i reads a+4i, reads b+4i, writes c+4i;
+    'a:r%7919' -> thread i reads element (7919 i) mod n of a; 's:w*2' ->
+    thread i writes element 2i of s."""
     b = gt_one(log, "buffers", kernel)
     n = int(b["n"])
     elem = int(b["elem"])
     want = {}
     for spec in bufs.split(","):
         buf, rw = spec.split(":")
+        mul, perm = 1, None
+        if "%" in rw:
+            rw, perm = rw.split("%")
+        elif "*" in rw:
+            rw, mul = rw.split("*")
         base = int(b[buf], 16)
         for i in range(n):
-            key = (base + elem * i, rw)
+            k = i * int(perm) % n if perm else i * int(mul)
+            key = (base + elem * k, rw)
             want[key] = want.get(key, 0) + 1
     got = {}
     for line in open(trace):
