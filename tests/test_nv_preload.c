@@ -259,7 +259,7 @@ out:
  */
 static struct {
 	struct nv_dmap *m;
-	void *allocs[16];
+	void *allocs[32];
 	int nallocs;
 	int cons_writes, cons_dirty, memsets, fail_dtoh, dtohs, launches, fail_launch;
 	void (*mid_copy)(void);	/* one shot, in the next data DtoH */
@@ -272,7 +272,7 @@ static CUresult fk_alloc(CUdeviceptr *p, size_t n)
 {
 	void *m = calloc(1, n);
 
-	if (!m || fk.nallocs == 16) {
+	if (!m || fk.nallocs == 32) {
 		free(m);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
@@ -390,13 +390,6 @@ static CUresult fk_getfn(CUfunction *f, CUmodule mod, const char *name)
 {
 	*f = (CUfunction)(uintptr_t)0xf17;
 	return mod && !strcmp(name, "gpuext_ring_tidy") ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
-}
-
-static CUresult fk_hostptr(CUdeviceptr *d, void *p, unsigned flags)
-{
-	(void)flags;
-	*d = (CUdeviceptr)(uintptr_t)p;
-	return 0;
 }
 
 static CUresult fk_sync(CUstream st)
@@ -544,7 +537,6 @@ static void test_ring_drain_with(enum drain_mode mode)
 		cu.ModuleLoadData = fk_load;
 		cu.ModuleGetFunction = fk_getfn;
 		cu.LaunchKernel = fk_launch;
-		cu.MemHostGetDevicePointer = fk_hostptr;
 		CHECK_EQ_INT(nv_tidy_init(&cu, &tidy, 2048, err, sizeof(err)), 0);
 		CHECK_EQ_U64(tidy.cap, 2048);
 		fk_t = &tidy;
@@ -560,7 +552,7 @@ static void test_ring_drain_with(enum drain_mode mode)
 	/* Bad sizes are refused before anything is allocated (the tidy table aside). */
 	CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m, 3000, 8, 0, &d, &r), -EINVAL);
 	CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m, 512u << 20, 8, 0, &d, &r), -E2BIG);
-	CHECK_EQ_INT(fk.nallocs, mode == DRAIN_TIDY);
+	CHECK_EQ_INT(fk.nallocs, mode == DRAIN_TIDY ? 2 : 0);	/* its staging and device copy */
 	/* 256 KiB on 1 SM: eight shards of 32 KiB, headers contiguous (the test uses two). */
 	CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m, 256 << 10, 1, 0, &d, &r), 0);
 	CHECK_EQ_INT(d.nr_slots, 8);
@@ -615,19 +607,30 @@ static void test_ring_drain_with(enum drain_mode mode)
 	/* the tidy kernel: one launch a drain, for both shards */
 	CHECK_EQ_INT(fk.launches, mode == DRAIN_TIDY ? 100 : 0);
 	if (mode == DRAIN_TIDY) {
-		/* A launch that fails: the same drain zeroes call by call, and so do later ones. */
-		rec[0] = seq[0]++;
-		CHECK_EQ_INT(dev_put(&d, 0, rec, 40, 0), 0);
-		fk.fail_launch = 1;
-		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m, fk_t, &s, &moved), 0);
+		/*
+		 * A launch that fails: that drain zeroes call by call (each record
+		 * once), and the next one launches the kernel again.
+		 */
+		for (int i = 0; i < 2; i++) {
+			rec[0] = seq[0]++;
+			CHECK_EQ_INT(dev_put(&d, 0, rec, 40, 0), 0);
+			rec[0] = (uint64_t)1 << 32 | seq[1]++;
+			CHECK_EQ_INT(dev_put(&d, 1, rec, 40, 0), 0);
+			fk.fail_launch = i == 0;
+			CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m, fk_t, &s, &moved), 0);
+			CHECK_EQ_U64(moved, 2);
+			CHECK(fk_t->fn != NULL && fk_t->warned);
+			CHECK_EQ_U64(hd[0].cons, hd[0].prod);
+			CHECK_EQ_U64(hd[1].cons, hd[1].prod);
+			CHECK(all_zero((void *)(uintptr_t)d.base, 2 * (size_t)d.max_entries));
+			CHECK_EQ_INT(fk.cons_dirty, 0);
+			CHECK_EQ_INT(fk.launches, 100 + i);
+			gpuext_ringbuf_consumer__consume(cons);
+		}
 		fk.fail_launch = 0;
-		CHECK_EQ_U64(moved, 1);
-		CHECK(fk_t->fn == NULL);
-		CHECK_EQ_U64(hd[0].cons, hd[0].prod);
-		CHECK(all_zero((void *)(uintptr_t)d.base, 2 * (size_t)d.max_entries));
-		CHECK_EQ_INT(fk.cons_dirty, 0);
-		CHECK_EQ_INT(fk.launches, 100);
-		gpuext_ringbuf_consumer__consume(cons);
+		CHECK_EQ_INT(log->out_of_order, 0);
+		CHECK_EQ_U64(log->next[0], seq[0]);
+		CHECK_EQ_U64(log->next[1], seq[1]);
 	}
 
 	/* A full shard drops only there; the other one keeps taking records. */
@@ -749,6 +752,38 @@ static void test_ring_drain_with(enum drain_mode mode)
 			CHECK_EQ_U64(h2->cons, h2->prod);
 			CHECK(all_zero(data, 64 << 10));
 		}
+		fk.m = &m;
+	}
+	/*
+	 * Shards far apart (4 MiB on one SM: eight of 512 KiB): records in shards
+	 * 0, 2 and 7 are three copies in each copy step, not one over the span.
+	 */
+	{
+		struct nv_dmap m4 = { 0 };
+		struct gpuext_ptx_map_desc d4 = { 0 };
+		static const uint32_t at[3] = { 0, 2, 7 };
+		uint64_t n0;
+
+		gpuext_ringbuf_consumer__consume(cons);	/* what the blocks above left */
+		n0 = (uint64_t)log->n;
+
+		CHECK_EQ_INT(nv_ring_place(&cu, NULL, &m4, 4u << 20, 1, 0, &d4, &r), 0);
+		CHECK_EQ_INT(d4.nr_slots, 8);
+		fk.m = &m4;
+		for (int i = 0; i < 3; i++) {
+			rec[0] = seq[0]++;
+			CHECK_EQ_INT(dev_put(&d4, at[i], rec, 40, 0), 0);
+		}
+		fk.dtohs = 0;
+		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m4, fk_t, &s, &moved), 0);
+		CHECK_EQ_U64(moved, 3);
+		CHECK_EQ_INT(fk.dtohs, 1 + 3 + 3);
+		CHECK(all_zero((void *)(uintptr_t)d4.base, (size_t)8 * d4.max_entries));
+		for (int i = 0; i < 3; i++)
+			CHECK_EQ_U64(((struct gpuext_ptx_ringbuf_hdr *)(uintptr_t)d4.aux)[at[i]].cons, 48);
+		gpuext_ringbuf_consumer__consume(cons);
+		CHECK_EQ_U64((uint64_t)log->n, n0 + 3);
+		CHECK_EQ_U64(log->last, seq[0] - 1);	/* shard 7's, published last */
 		fk.m = &m;
 	}
 	/* A probe writing 12,000-byte records: shards of 16 KiB, and such a record arrives whole. */

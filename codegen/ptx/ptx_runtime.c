@@ -374,8 +374,11 @@ static const char rt_common[] =
 	 * the earlier relaxed load of cons before them, as the removed fence
 	 * did; what keeps them after the consumer's zeroing is that they depend
 	 * on the CAS, the CAS on cons through a branch, and a GPU does not
-	 * speculate stores (the host's zeroing and cons copy are not PTX memory
-	 * operations anyway: stream order puts the zeroing first). An acq_rel CAS put
+	 * speculate stores. The NVIDIA host zeroes and moves cons with a kernel of
+	 * its own (hal/nvidia/nv_maps.c, gpuext_ring_tidy): every thread's zero
+	 * stores, bar.sync, then membar.gl and the cons store by one thread, so
+	 * a writer that sees the new cons sees the zeros before it; without that
+	 * kernel, copies in stream order put the zeroing first. An acq_rel CAS put
 	 * a MEMBAR in every retry (eight warps of an SM retried ~13 times each,
 	 * ncu, H100); a relaxed one with an acquire fence after the winner cost
 	 * a MEMBAR.ALL.GPU per record: it waits for every store the warp has in

@@ -153,14 +153,18 @@ int nv_ring_place(const struct nv_api *cu, CUstream st, struct nv_dmap *m, uint3
 struct nv_tidy_ent {
 	uint64_t a0, n0, a1, n1, cons_addr, cons;
 };
+_Static_assert(sizeof(struct nv_tidy_ent) == 48 && offsetof(struct nv_tidy_ent, n1) == 24 &&
+	       offsetof(struct nv_tidy_ent, cons_addr) == 32 && offsetof(struct nv_tidy_ent, cons) == 40,
+	       "the layout gpuext_ring_tidy reads (nv_maps.c)");
 
-/* A context's tidy kernel and its table (mapped pinned memory of cap entries). */
+/* A context's tidy kernel and its table: pinned staging, copied to tab_dev before a launch. */
 struct nv_tidy {
 	CUmodule mod;
 	CUfunction fn;			/* NULL: drains zero with one call per range */
 	struct nv_tidy_ent *tab;
 	CUdeviceptr tab_dev;
-	uint32_t cap;
+	uint32_t cap;			/* entries; a ring of more shards drains by calls */
+	bool warned;			/* a failed launch was said (once) */
 };
 
 /*
@@ -185,12 +189,14 @@ const char *nv_tidy_ptx(void);
  * consumed bytes are zeroed on the device and only after that the new
  * cons is written: the device cannot reuse space before it reads 0 again.
  * Copies of neighbouring shards merge into one; the zeroing and the cons
- * writes of all shards are one launch of @t's tidy kernel (@t NULL, or no
- * kernel: one call per range and per cons, in stream order). A corrupt header (length past the shard or the producer)
+ * writes of all shards are one launch of @t's tidy kernel (@t NULL, no
+ * kernel, or a launch that fails: one call per range and per cons, in
+ * stream order, each shard published just before its calls). A corrupt header (length past the shard or the producer)
  * drops the rest of that shard (zeroed, counted in out->host_drops).
  * Records @out has no room for count in out->host_drops. *@moved (may be
  * NULL) gets the records published; m->ring_drops the device drop count
- * (all shards). 0 or -EIO (a CUDA error: nothing consumed in that shard).
+ * (all shards). 0 or -EIO (a CUDA error: the shards not consumed are not
+ * published either, so the next drain takes them whole).
  */
 int nv_ring_drain(const struct nv_api *cu, CUstream st, struct nv_dmap *m, struct nv_tidy *t,
 		  struct nv_shm *out, uint64_t *moved);

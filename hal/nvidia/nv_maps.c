@@ -544,8 +544,9 @@ static CUresult ring_zero(const struct nv_api *cu, CUstream st, struct nv_dmap *
  * fence, thread 0 writes the shard's new cons: the device sees cons move only
  * once the space it frees reads 0. It replaces two or three calls per
  * consumed shard (memsets and a cons copy) with one launch per drain. The
- * table is mapped pinned host memory (struct nv_tidy_ent), written before the
- * launch and read by it; the addresses in it are device addresses.
+ * table (struct nv_tidy_ent) is filled in pinned staging and copied to the
+ * device before the launch, in stream order; the addresses in it are device
+ * addresses.
  */
 static const char tidy_ptx[] =
 	".version 6.0\n"
@@ -620,8 +621,7 @@ int nv_tidy_init(const struct nv_api *cu, struct nv_tidy *t, uint32_t cap, char 
 	CUresult r;
 
 	memset(t, 0, sizeof(*t));
-	if (!cu->ModuleLoadData || !cu->ModuleGetFunction || !cu->LaunchKernel ||
-	    !cu->MemHostGetDevicePointer) {
+	if (!cu->ModuleLoadData || !cu->ModuleGetFunction || !cu->LaunchKernel) {
 		snprintf(why, why_len, "the driver lacks an entry point it needs");
 		return -ENOSYS;
 	}
@@ -629,10 +629,9 @@ int nv_tidy_init(const struct nv_api *cu, struct nv_tidy *t, uint32_t cap, char 
 	if (r == CUDA_SUCCESS)
 		r = cu->ModuleGetFunction(&t->fn, t->mod, "gpuext_ring_tidy");
 	if (r == CUDA_SUCCESS)
-		r = cu->MemHostAlloc((void **)&t->tab, (size_t)cap * sizeof(*t->tab),
-				     CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
+		r = cu->MemHostAlloc((void **)&t->tab, (size_t)cap * sizeof(*t->tab), 0);
 	if (r == CUDA_SUCCESS)
-		r = cu->MemHostGetDevicePointer(&t->tab_dev, t->tab, 0);
+		r = cu->MemAlloc(&t->tab_dev, (size_t)cap * sizeof(*t->tab));
 	if (r != CUDA_SUCCESS) {
 		snprintf(why, why_len, "%s", nv_cu_name(cu, r, nb, sizeof(nb)));
 		if (t->tab && cu->MemFreeHost)
@@ -674,19 +673,47 @@ static uint64_t ring_committed(const uint8_t *data, uint64_t size, uint64_t cons
 	return cons;
 }
 
+/* Publishes shard @k's committed records [cons, end) from staging into @out; how many. */
+static uint64_t ring_publish(struct nv_dmap *m, uint32_t k, uint64_t cons, uint64_t end,
+			     struct nv_shm *out)
+{
+	uint32_t sb = m->shard_bytes;
+	const uint8_t *data = (uint8_t *)m->host + (size_t)k * sb;
+	uint64_t recs = 0;
+
+	for (uint64_t pos = cons; pos < end;) {
+		uint32_t w, len;
+
+		memcpy(&w, data + (pos & (sb - 1)), sizeof(w));
+		len = w & GPUEXT_RB_LEN_MASK;
+		if (!(w & GPUEXT_RB_DISCARD) &&
+		    nv_shm_ring_output(out, data + (pos & (sb - 1)) + GPUEXT_RB_HDR_SZ, len) == 0)
+			recs++;
+		pos += gpuext_round8((uint64_t)len + GPUEXT_RB_HDR_SZ);
+	}
+	return recs;
+}
+
 /*
- * Step 4 of a drain without the tidy kernel (or after its launch failed):
- * each entry's ranges zeroed one call at a time, then its cons written from
- * the pinned header staging, all in stream order.
+ * Step 4 without the tidy kernel (none, or its launch failed): entry by
+ * entry, publish the shard's records, then zero its ranges (a memset, or
+ * the staging zeroed and copied back: hence after publishing) and write its
+ * cons from the pinned header staging, in stream order. A call that fails
+ * stops it there: the shards not reached are neither published nor
+ * consumed, so the next drain takes them whole and nothing arrives twice.
  */
 static CUresult tidy_by_calls(const struct nv_api *cu, CUstream st, struct nv_dmap *m,
-			      const struct nv_tidy_ent *e, const uint32_t *shard, uint32_t n)
+			      const struct nv_tidy_ent *e, const uint32_t *shard, uint32_t n,
+			      const uint64_t *cons, const uint64_t *end, const bool *bad,
+			      struct nv_shm *out, uint64_t *recs)
 {
 	CUresult r = CUDA_SUCCESS;
 
 	for (uint32_t i = 0; i < n && r == CUDA_SUCCESS; i++) {
 		uint32_t k = shard[i];
 
+		*recs += ring_publish(m, k, cons[k], end[k], out);
+		out->host_drops += bad[k];
 		r = ring_zero(cu, st, m, e[i].a0 - m->dptr, e[i].n0);
 		if (r == CUDA_SUCCESS)
 			r = ring_zero(cu, st, m, e[i].a1 - m->dptr, e[i].n1);
@@ -753,28 +780,19 @@ static int ring_drain(const struct nv_api *cu, CUstream st, struct nv_dmap *m, s
 		r = cu->StreamSynchronize(st);
 	if (r != CUDA_SUCCESS)
 		return -EIO;
-	/* 4. Publish in shard order; then zero what was consumed, and only after that move cons. */
+	/*
+	 * 4. What each shard consumes: its ranges to zero and its new cons. Then
+	 * the tidy kernel's one launch (table copied first) and the records
+	 * published, in shard order; or, without it, entry by entry.
+	 */
 	for (uint32_t k = 0; k < n; k++) {
-		const uint8_t *data = (uint8_t *)m->host + (size_t)k * sb;
 		uint64_t to = bad[k] ? prod[k] : end[k], piece[2][2] = { { 0, 0 }, { 0, 0 } };
 		struct nv_tidy_ent *e = &ents[nent];
 
-		for (uint64_t pos = cons[k]; pos < end[k];) {
-			uint32_t w, len;
-
-			memcpy(&w, data + (pos & (sb - 1)), sizeof(w));
-			len = w & GPUEXT_RB_LEN_MASK;
-			if (!(w & GPUEXT_RB_DISCARD) &&
-			    nv_shm_ring_output(out, data + (pos & (sb - 1)) + GPUEXT_RB_HDR_SZ,
-					       len) == 0)
-				recs++;
-			pos += gpuext_round8((uint64_t)len + GPUEXT_RB_HDR_SZ);
-		}
 		if (to == cons[k])
 			continue;
 		if (bad[k]) {
 			/* Whatever lies past a corrupt header cannot be trusted: drop the shard's rest. */
-			out->host_drops++;
 			piece[0][0] = (uint64_t)k * sb;
 			piece[0][1] = sb;
 		} else {
@@ -789,24 +807,32 @@ static int ring_drain(const struct nv_api *cu, CUstream st, struct nv_dmap *m, s
 		e->cons = to;
 		shard[nent++] = k;
 	}
-	if (!nent)
-		r = CUDA_SUCCESS;
-	else if (t && t->fn) {
+	r = CUDA_ERROR_NOT_SUPPORTED;
+	if (nent && t && t->fn && nent <= t->cap) {
 		void *params[] = { &t->tab_dev };
-		char nb[32];
 
-		r = cu->LaunchKernel(t->fn, nent, 1, 1, NV_TIDY_THREADS, 1, 1, 0, st, params, NULL);
-		if (r != CUDA_SUCCESS) {
-			/* Nothing ran: the same entries, one call at a time, and so from now on. */
-			fprintf(stderr, "gpuext-nvprobe: launching the ring tidy kernel failed (%s); "
-				"drains zero consumed records with one call per range from now on\n",
+		r = cu->MemcpyHtoDAsync(t->tab_dev, t->tab, (size_t)nent * sizeof(*t->tab), st);
+		if (r == CUDA_SUCCESS)
+			r = cu->LaunchKernel(t->fn, nent, 1, 1, NV_TIDY_THREADS, 1, 1, 0, st, params,
+					     NULL);
+		if (r == CUDA_SUCCESS) {
+			for (uint32_t i = 0; i < nent; i++) {
+				recs += ring_publish(m, shard[i], cons[shard[i]], end[shard[i]], out);
+				out->host_drops += bad[shard[i]];
+			}
+		} else if (!t->warned) {
+			char nb[32];
+
+			/* Nothing ran: the same entries one call at a time; the kernel is tried again next time. */
+			t->warned = true;
+			fprintf(stderr, "gpuext-nvprobe: the ring tidy kernel could not be launched "
+				"(%s); this drain zeroes consumed records with one call per range\n",
 				nv_cu_name(cu, r, nb, sizeof(nb)));
-			t->fn = NULL;
-			r = tidy_by_calls(cu, st, m, ents, shard, nent);
 		}
-	} else {
-		r = tidy_by_calls(cu, st, m, ents, shard, nent);
 	}
+	if (r != CUDA_SUCCESS)
+		r = nent ? tidy_by_calls(cu, st, m, ents, shard, nent, cons, end, bad, out, &recs) :
+			   CUDA_SUCCESS;
 	if (r == CUDA_SUCCESS)
 		r = cu->StreamSynchronize(st);
 	if (moved)
@@ -826,14 +852,12 @@ int nv_ring_drain(const struct nv_api *cu, CUstream st, struct nv_dmap *m, struc
 		*moved = 0;
 	if (!n || n > NV_RING_MAX_SHARDS || !pow2(m->shard_bytes) || !m->rh || !m->host)
 		return -EINVAL;
-	if (t && t->fn && t->cap < n)
-		return -EINVAL;
 	/* 60 KiB at 2048 shards: not on the stack of whatever app thread drains */
 	a = malloc((size_t)n * (3 * sizeof(uint64_t) + sizeof(uint32_t) + sizeof(bool)));
-	ents = t && t->fn ? t->tab : calloc(n, sizeof(*ents));
+	ents = t && t->fn && t->cap >= n ? t->tab : calloc(n, sizeof(*ents));
 	if (!a || !ents) {
 		free(a);
-		if (!(t && t->fn))
+		if (!(t && ents == t->tab))
 			free(ents);
 		return -ENOMEM;
 	}
