@@ -12,8 +12,8 @@
  * One record per warp when it can: the lanes vote (gpuext_warp_ballot) on
  * whether their addresses are affine in the lane number, addr = first lane's
  * + (lane - first) x stride, first with the access size as the stride
- * (consecutive: the common case, one vote), else with the second lane's
- * distance (or the access size when the next lane is idle). If all agree, the lowest
+ * (consecutive: the common case, one shuffle and one vote), else with the
+ * second lane's distance (or the access size when the next lane is idle). If all agree, the lowest
  * lane writes one record {address, stride, lane mask, size, load/store,
  * kernel, block, first thread}; a coalesced warp then costs one 48-byte
  * record instead of 32. Otherwise each lane writes its own (lane mask 1).
@@ -34,19 +34,22 @@ static __always_inline int record(struct gpuext_probe_ctx *ctx, __u32 flags)
 {
 	__u64 lane = ctx->lane_id, addr = ctx->addr, size = ctx->size;
 	__u64 mask = gpuext_warp_ballot(1);
-	__u64 lead = gpuext_warp_first(lane);
-	__u64 base = gpuext_warp_first(addr);
-	__u64 stride = size;
-	__u64 agree = gpuext_warp_ballot(addr == base + (lane - lead) * stride);
-	__u64 fits = 1;
+	/*
+	 * Consecutive (stride = size) is the common case: addr = base + (lane -
+	 * lead) x size in every lane exactly when addr - lane x size is the same
+	 * in every lane, which one shuffle and one vote tell.
+	 */
+	__u64 k = addr - lane * size;
+	__u64 agree = gpuext_warp_ballot(k == gpuext_warp_first(k));
+	__u64 stride = size, fits = 1;
 	struct gx_rec_mem *r;
 
 	/*
-	 * Consecutive (stride = size) is the common case and needs no shuffle
-	 * more; otherwise the second lane's distance, if that lane is active.
-	 * agree and mask are the same in every lane: the branch is warp-uniform.
+	 * Otherwise the second lane's distance, if that lane is active. agree and
+	 * mask are the same in every lane: the branch is warp-uniform.
 	 */
 	if (agree != mask) {
+		__u64 base = gpuext_warp_first(addr), lead = gpuext_warp_first(lane);
 		__u64 next = gpuext_warp_shfl(addr, lead + 1);
 
 		stride = (mask >> (lead + 1)) & 1 ? next - base : size;
@@ -55,11 +58,10 @@ static __always_inline int record(struct gpuext_probe_ctx *ctx, __u32 flags)
 	}
 
 	if (fits && agree == mask) {
-		if (lane != lead)
-			return 0;	/* the lowest lane writes for the warp */
+		if (mask & ((1ull << lane) - 1))
+			return 0;	/* the lowest lane (lead) writes for the warp */
 	} else {
 		mask = 1ull << lane;	/* each lane alone */
-		lead = lane;
 		stride = 0;
 	}
 	r = bpf_ringbuf_reserve(&accesses, sizeof(*r), 0);
@@ -72,7 +74,7 @@ static __always_inline int record(struct gpuext_probe_ctx *ctx, __u32 flags)
 	r->block = gx_block_linear(ctx);
 	r->thread = ctx->thread_id[0] + ctx->block_dim[0] *
 		    (ctx->thread_id[1] + ctx->block_dim[1] * ctx->thread_id[2]);
-	r->lanes = mask >> lead;
+	r->lanes = mask >> lane;	/* the writer is the first lane */
 	r->stride = stride;
 	bpf_ringbuf_submit(r, 0);
 	return 0;
