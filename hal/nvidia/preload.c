@@ -476,7 +476,14 @@ void nv_exit_rearm(void)
  * of its 512 shards taking ~11 ms, and a memtrace step 819x.
  */
 #define NV_SYNC_MIRROR_GAP_NS 2000000ull
-#define NV_SYNC_SHARE_DEFAULT 2	/* percent; GPUEXT_NV_SYNC_SHARE sets it (0: no sync mirrors) */
+/*
+ * Percent; GPUEXT_NV_SYNC_SHARE sets it (0: no sync mirrors). 1 rather than 2:
+ * A/B on an H100, two rounds each, wall time of a synchronized rep, 2% -> 1%:
+ * launchlate on a decode step 1.049-1.053x -> 1.025x and on a stencil
+ * 1.025-1.038x -> 1.018-1.019x; kerneldur 1.030-1.038x -> 1.028-1.031x and
+ * 1.038-1.043x -> 1.032-1.035x; GPU time unchanged.
+ */
+#define NV_SYNC_SHARE_DEFAULT 1
 
 void nv_sync_mirror(void)
 {
