@@ -89,6 +89,19 @@ static void test_filter_and_line(void)
 	CHECK(!strcmp(buf, "42 0000000000000abc error:jit_failed k\n"));
 }
 
+/* The ration of mirrors at synchronizing calls (preload.c, nv_sync_mirror). */
+static void test_sync_gap(void)
+{
+	CHECK_EQ_U64(nv_sync_gap_ns(0, 1), 2000000);		/* the 2 ms floor */
+	CHECK_EQ_U64(nv_sync_gap_ns(10000, 1), 2000000);	/* 10 us x 100 = 1 ms: the floor */
+	CHECK_EQ_U64(nv_sync_gap_ns(100000, 1), 10000000);	/* 100 us at 1%: 10 ms */
+	CHECK_EQ_U64(nv_sync_gap_ns(100000, 2), 5000000);	/* at 2%: 5 ms */
+	CHECK_EQ_U64(nv_sync_gap_ns(11000000, 1), 1100000000);	/* an 11 ms drain: 1.1 s */
+	CHECK_EQ_U64(nv_sync_gap_ns(11000000, 100), 11000000);	/* 100%: right after it */
+	CHECK_EQ_U64(nv_sync_gap_ns(1000, 0), UINT64_MAX);	/* 0: never */
+	CHECK_EQ_U64(nv_sync_gap_ns(UINT64_MAX / 50, 1), UINT64_MAX);	/* no overflow */
+}
+
 static void test_pick_version(void)
 {
 	static const struct nv_hook_ver v[] = {
@@ -1595,6 +1608,7 @@ int main(void)
 {
 	test_entries();
 	test_filter_and_line();
+	test_sync_gap();
 	test_pick_version();
 	test_fold();
 	test_shm();

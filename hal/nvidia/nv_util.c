@@ -158,3 +158,14 @@ const struct nv_hook_ver *nv_pick_version(const struct nv_hook_ver *v, size_t n,
 	}
 	return best;
 }
+
+uint64_t nv_sync_gap_ns(uint64_t cost_ns, unsigned share_pct)
+{
+	uint64_t gap;
+
+	if (!share_pct)
+		return UINT64_MAX;
+	/* a cost past 1.8e17 ns (5.8 years) would overflow x 100: no mirror for that long anyway */
+	gap = cost_ns > UINT64_MAX / 100 ? UINT64_MAX : cost_ns * 100 / share_pct;
+	return gap < 2000000ull ? 2000000ull : gap;
+}

@@ -16,6 +16,14 @@ void nv_free_names(char **names, size_t cnt);
  */
 int nv_tagged_names(const char *text, const char *tag, char ***names, size_t *cnt);
 
+/*
+ * How long after the start of the last mirror at a synchronizing call the
+ * next may run (preload.c, nv_sync_mirror): at least 2 ms, and @cost_ns (the
+ * last one's) x 100 / @share_pct, so those mirrors take at most @share_pct
+ * percent of the thread's time. @share_pct 0: never (UINT64_MAX).
+ */
+uint64_t nv_sync_gap_ns(uint64_t cost_ns, unsigned share_pct);
+
 /* The pack's kernel filter: "" or NULL matches all; else an fnmatch(3) glob. */
 bool nv_filter_match(const char *glob, const char *name);
 

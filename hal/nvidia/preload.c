@@ -475,7 +475,6 @@ void nv_exit_rearm(void)
  * stencil step was 9.0x under kernelretsnoop (1.07x on the GPU), each drain
  * of its 512 shards taking ~11 ms, and a memtrace step 819x.
  */
-#define NV_SYNC_MIRROR_GAP_NS 2000000ull
 /*
  * Percent; GPUEXT_NV_SYNC_SHARE sets it (0: no sync mirrors). 1 rather than 2:
  * A/B on an H100, two rounds each, wall time of a synchronized rep, 2% -> 1%:
@@ -493,14 +492,12 @@ void nv_sync_mirror(void)
 	if (!atomic_load_explicit(&g.maps.dirty, memory_order_relaxed) || !nv_active() ||
 	    atomic_load(&g.exited))
 		return;
-	now = nv_now_ns();
-	last = atomic_load_explicit(&g.sync_mirror_ns, memory_order_relaxed);
 	if (!g.sync_share)
 		return;
-	gap = atomic_load_explicit(&g.sync_mirror_cost_ns, memory_order_relaxed) * 100 /
-	      g.sync_share;
-	if (gap < NV_SYNC_MIRROR_GAP_NS)
-		gap = NV_SYNC_MIRROR_GAP_NS;
+	now = nv_now_ns();
+	last = atomic_load_explicit(&g.sync_mirror_ns, memory_order_relaxed);
+	gap = nv_sync_gap_ns(atomic_load_explicit(&g.sync_mirror_cost_ns, memory_order_relaxed),
+			     g.sync_share);
 	if (now - last < gap || !atomic_compare_exchange_strong(&g.sync_mirror_ns, &last, now))
 		return;
 	mode = nv_capture_relax(&g.cu);
