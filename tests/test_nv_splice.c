@@ -230,7 +230,7 @@ static void count_sites(const char *ptx, const char *only_kernel, struct counts 
 			continue;
 		if (!strcmp(op, "ret;") || !strcmp(op, "ret") || !strncmp(op, "ret.", 4) ||
 		    !strcmp(op, "exit;") || !strcmp(op, "exit")) {
-			c->exits += in_entry;
+			c->exits += in_entry || (in_func && !strncmp(op, "exit", 4));
 			continue;
 		}
 		if (strncmp(op, "ld.", 3) && strncmp(op, "ldu.", 4) && strncmp(op, "st.", 3))
@@ -403,7 +403,7 @@ static void test_inputs(struct pack_case *packs, int npacks)
 		CHECK_EQ_INT(c.kernels, 3);
 		CHECK_EQ_INT(c.loads, 9);	/* 8 in kernels, 1 in helper */
 		CHECK_EQ_INT(c.stores, 9);
-		CHECK_EQ_INT(c.exits, 5);
+		CHECK_EQ_INT(c.exits, 6);	/* 5 in kernels, 1 in quit_if_zero */
 		for (int p = 0; p < npacks; p++)
 			splice_one("edge.ptx", ptx, len, &packs[p], both, 2);
 		free(ptx);
@@ -511,7 +511,7 @@ static void test_details(const struct gx_pack *hand)
 		CHECK_STR_CONTAINS(out, "mov.u64 %gxs_v, 7;");
 		CHECK_STR_CONTAINS(out, "mov.u64 %gxs_v, 1065353216;");
 		/* Vector store: first element, 16 bytes. */
-		CHECK_STR_CONTAINS(out, "\t@%p1 bra $gxs_L2;\n\tmov.b64 %gxs_a, %rd2;\n"
+		CHECK_STR_CONTAINS(out, "\t@%p1 bra $gxs_L3;\n\tmov.b64 %gxs_a, %rd2;\n"
 				   "\tadd.s64 %gxs_a, %gxs_a, 16;\n\tmov.b32 %gxs_r0, %r3;\n"
 				   "\tcvt.u64.u32 %gxs_v, %gxs_r0;\n"
 				   "\t@!%p1 st.global.v4.u32 [%rd2+16], {%r3, %r4, %r5, %r2};\n");
@@ -527,11 +527,18 @@ static void test_details(const struct gx_pack *hand)
 		snprintf(id, sizeof(id), "mov.u64 %%gxs_d, %llu;",
 			 (unsigned long long)gx_kernel_id("helper", 6));
 		CHECK_EQ_INT(count_str(out, id), 1);
-		CHECK_EQ_INT(st.funcs_instrumented, 1);
+		CHECK_EQ_INT(st.funcs_instrumented, 2);	/* helper (a load), quit_if_zero (its exit) */
 		CHECK_STR_CONTAINS(out, "\n" GX_SPLICE_FUNC " helper\n");
+		CHECK_STR_CONTAINS(out, "\n" GX_SPLICE_FUNC " quit_if_zero\n");
 		CHECK_EQ_INT(st.load_sites, 9);
 		CHECK_EQ_INT(st.store_sites, 9);
-		CHECK_EQ_INT(st.exit_sites, 5);
+		CHECK_EQ_INT(st.exit_sites, 6);
+		/* quit_if_zero's exit ends the thread: an exit site with its id, before the exit */
+		snprintf(id, sizeof(id), "mov.u64 %%gxs_d, %llu;",
+			 (unsigned long long)gx_kernel_id("quit_if_zero", 12));
+		CHECK_EQ_INT(count_str(out, id), 1);
+		CHECK(strstr(out, id) && strstr(strstr(out, id), "\t@%p1 exit;") &&
+		      strstr(strstr(out, id), "\t@%p1 exit;") < strstr(out, ".entry edge_one"));
 		/* Triton's spaced operands: "[ %rd2 + 48 ]", "{ %r10, %r11 }" */
 		CHECK_STR_CONTAINS(out, "mov.b64 %gxs_a, %rd2;\n\tadd.s64 %gxs_a, %gxs_a, 48;\n"
 				   "\t@%p2 ld.global.ca.v2.b32 { %r10, %r11 }, [ %rd2 + 48 ];\n"
@@ -543,12 +550,12 @@ static void test_details(const struct gx_pack *hand)
 	pk.events = 1u << GX_PROBE_ENTRY | 1u << GX_PROBE_EXIT;
 	CHECK_EQ_INT(gx_ptx_splice(ptx, len, &pk, &out, &olen, &st, err, sizeof(err)), 0);
 	CHECK_EQ_INT(st.entry_sites, 3);
-	CHECK_EQ_INT(st.exit_sites, 5);
+	CHECK_EQ_INT(st.exit_sites, 6);
 	CHECK_EQ_INT(st.load_sites + st.store_sites, 0);
 	if (out) {
 		CHECK(!strstr(out, "gpuext_probe_load inlined") &&
 		      !strstr(out, "gpuext_probe_store inlined"));
-		CHECK_EQ_INT(count_str(out, "gpuext_probe_exit inlined"), 5);
+		CHECK_EQ_INT(count_str(out, "gpuext_probe_exit inlined"), 6);
 		test_checks++;
 		if (!assemble(out, olen, "sm_80", "edge.ptx entry+exit"))
 			test_fail(__FILE__, __LINE__, "entry/exit-only splice does not assemble");
@@ -627,12 +634,13 @@ static void test_details(const struct gx_pack *hand)
 				/* the lanes that entered leave together, then the guard's label */
 				CHECK_STR_CONTAINS(out, "$gxs_I2_end:\n\t}\n\tbar.warp.sync %gxs_m;\n$gxs_G2:\n");
 				/*
-				 * 5 exits test warp 0, in the 3 kernels that have exits (once
-				 * each at the start); no entry site tests it; loads and stores
-				 * test nothing. 3 kernels test block (0,0,0) for their entry.
+				 * 6 exits test warp 0, in the 3 kernels that have exits and in
+				 * quit_if_zero (once each at the start); no entry site tests
+				 * it; loads and stores test nothing. 3 kernels test block
+				 * (0,0,0) for their entry.
 				 */
-				CHECK_EQ_INT(count_str(out, "@%gxs_qw bra $gxs_G"), 5);
-				CHECK_EQ_INT(count_str(out, "setp.ge.u32 %gxs_qw, %gxs_r0, 32;"), 3);
+				CHECK_EQ_INT(count_str(out, "@%gxs_qw bra $gxs_G"), 6);
+				CHECK_EQ_INT(count_str(out, "setp.ge.u32 %gxs_qw, %gxs_r0, 32;"), 4);
 				CHECK_EQ_INT(count_str(out, "@%gxs_qb bra $gxs_G"), 3);
 				CHECK_EQ_INT(count_str(out, "%ctaid.x;\n\tmov.u32 %gxs_r1, %ctaid.y;"), 3);
 				test_checks++;

@@ -655,8 +655,11 @@ static void instruction(struct splicer *s)
 	if (!rest)
 		return;
 	if (!strcmp(opcode, "ret") || !strncmp(opcode, "ret.", 4) || !strcmp(opcode, "exit")) {
-		/* a .func's ret returns to its caller; see gx_ptx_splice() for its exit */
-		if (!s->in_func)
+		/*
+		 * A .func's ret returns to its caller (not an exit); its exit ends the
+		 * thread as a kernel's does, so that is an exit site (the function's id).
+		 */
+		if (!s->in_func || !strcmp(opcode, "exit"))
 			exit_site(s, guard, neg);
 		return;
 	}
@@ -868,6 +871,35 @@ static void flush_hoist(struct splicer *s)
 	}
 	free(s->out.p);
 	s->out = o;
+}
+
+/*
+ * Whether the function body starting at @p (just after its '{') has an exit
+ * instruction: a plain text look up to the first '}' at the start of a line,
+ * which is where nvcc and LLVM close a function (their inner scopes are
+ * indented). Only an exit in a .func makes it worth instrumenting for exit
+ * probes (a .func's ret returns to its caller). A miss leaves that exit
+ * unprobed, as before; a false find only costs the function our declarations.
+ */
+static bool body_has_exit(const char *p, const char *lim)
+{
+	const char *end = memmem(p, (size_t)(lim - p), "\n}", 2), *q = p;
+
+	if (!end)
+		end = lim;
+	while ((q = memmem(q, (size_t)(end - q), "exit", 4)) && q + 4 < end) {
+		char before = q > p ? q[-1] : ' ', after = q[4];
+		const char *ls = q;
+
+		while (ls > p && ls[-1] != '\n')
+			ls--;
+		/* a whole word, as the opcode (after a guard or at the line's start), not in a comment */
+		if ((before == ' ' || before == '\t') && (after == ';' || after == ' ' || after == '\t') &&
+		    !memmem(ls, (size_t)(q - ls), "//", 2))
+			return true;
+		q += 4;
+	}
+	return false;
 }
 
 /* Walks a function body (s->pos just after its '{'), instrumenting it when @h says so. */
@@ -1096,7 +1128,9 @@ static void module(struct splicer *s)
 			 * (count_func_access).
 			 */
 			func_sites = !h.entry && s->filter_all && s->have_addr64 &&
-				     (has_event(s, GX_PROBE_LOAD) || has_event(s, GX_PROBE_STORE));
+				     (has_event(s, GX_PROBE_LOAD) || has_event(s, GX_PROBE_STORE) ||
+				      (has_event(s, GX_PROBE_EXIT) &&
+				       body_has_exit(s->src + s->pos, s->src + s->n)));
 			inst = inst || func_sites;
 			if (inst && !s->have_addr64) {
 				/* without .address_size, PTX addresses are 32-bit: our code is 64-bit */
@@ -1110,10 +1144,11 @@ static void module(struct splicer *s)
 				s->stats->instrumented++;
 			if (inst)
 				declare_probes(s);
-			sites = s->stats->load_sites + s->stats->store_sites;
+			sites = s->stats->load_sites + s->stats->store_sites + s->stats->exit_sites;
 			body(s, &h, inst, line);
 			/* listed (kernels.txt names it) only if it got a site */
-			if (func_sites && s->stats->load_sites + s->stats->store_sites > sites) {
+			if (func_sites && s->stats->load_sites + s->stats->store_sites +
+					  s->stats->exit_sites > sites) {
 				s->stats->funcs_instrumented++;
 				oprintf(&s->funcs, GX_SPLICE_FUNC " %s\n", h.name);
 			}

@@ -108,7 +108,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gpuext-splice: the module's own constant data leaves no room in the "
 			"64 KiB constant bank: the probes' table is in the global space\n");
 	if (st.funcs_instrumented)
-		fprintf(stderr, "gpuext-splice: %u device functions (.func) given load/store sites\n",
+		fprintf(stderr, "gpuext-splice: %u device functions (.func) given sites of their own (loads, stores, exit)\n",
 			st.funcs_instrumented);
 	fprintf(stderr, "gpuext-splice: %u kernels, %u instrumented: %u entry, %u exit, %u load, "
 		"%u store sites\n", st.kernels, st.instrumented, st.entry_sites, st.exit_sites,

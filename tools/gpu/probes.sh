@@ -133,7 +133,7 @@ build_app() { # name, nvcc args...
   fi
 }
 fails=0
-for a in vecadd gemm reduce multistream graph devfunc bigconst gather; do
+for a in vecadd gemm reduce multistream graph devfunc bigconst gather funcexit; do
   build_app "$a" "$src/$a.cu" || fails=$((fails + 1))
 done
 build_app vecadd_shared -cudart shared "$src/vecadd.cu" || fails=$((fails + 1))
@@ -197,6 +197,7 @@ base graph "$apps/graph" 10
 base devfunc "$apps/devfunc" 4096
 base bigconst "$apps/bigconst" 1048576
 base gather "$apps/gather" 4096
+base funcexit "$apps/funcexit" 4096
 
 say "threadhist: exits == launched warps (warp mode) / threads (--per-thread)"
 traced th_vecadd threadhist --interval 0 --dir "$logs/dir_th_vecadd" --out "$logs/th_vecadd.csv" -- "$apps/vecadd" 1048576 &&
@@ -209,6 +210,9 @@ traced th_gemm threadhist --interval 0 --out "$logs/th_gemm.csv" -- "$apps/gemm"
   check threadhist th_gemm "$logs/th_gemm.log" "$logs/th_gemm.csv" warp
 traced th_reduce threadhist --per-thread --interval 0 --out "$logs/th_reduce.csv" -- "$apps/reduce" 1000003 &&
   check threadhist th_reduce_divergent_perthread "$logs/th_reduce.log" "$logs/th_reduce.csv" thread
+# a third of funcexit's threads end with PTX exit inside a device function the compiler did not inline
+traced th_funcexit threadhist --per-thread --interval 0 --out "$logs/th_funcexit.csv" -- "$apps/funcexit" 4096 &&
+  check threadhist th_funcexit_perthread "$logs/th_funcexit.log" "$logs/th_funcexit.csv" thread
 traced th_multistream threadhist --per-thread --interval 0 --out "$logs/th_ms.csv" -- "$apps/multistream" 4 8 &&
   check threadhist th_multistream_perthread "$logs/th_multistream.log" "$logs/th_ms.csv" thread
 traced th_nvrtc threadhist --per-thread --interval 0 --out "$logs/th_nvrtc.csv" -- "$apps/nvrtc_saxpy" 3000 &&
@@ -286,7 +290,7 @@ say "results unchanged by instrumentation"
 for p in "vecadd th_vecadd" "vecadd_odd th_vecadd_odd" "vecadd_shared th_shared" "gemm th_gemm" \
          "reduce th_reduce" "multistream th_multistream" "graph th_graph" "nvrtc th_nvrtc" "ptxload th_ptxload" \
          "vecadd_small mt_vecadd" "nvrtc mt_nvrtc" "gemm rs_gemm" "multistream ll_multistream" \
-         "gemm sm_gemm" "devfunc mt_devfunc" "bigconst th_bigconst" "graph ll_graph" "gather mt_gather"; do
+         "gemm sm_gemm" "devfunc mt_devfunc" "bigconst th_bigconst" "graph ll_graph" "gather mt_gather" "funcexit th_funcexit"; do
   set -- $p
   [ -f "$logs/$2.log" ] && check same "same_$2" "$logs/base_$1.log" "$logs/$2.log"
 done
