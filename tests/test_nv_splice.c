@@ -511,7 +511,7 @@ static void test_details(const struct gx_pack *hand)
 		CHECK_STR_CONTAINS(out, "mov.u64 %gxs_v, 7;");
 		CHECK_STR_CONTAINS(out, "mov.u64 %gxs_v, 1065353216;");
 		/* Vector store: first element, 16 bytes. */
-		CHECK_STR_CONTAINS(out, "\t@%p1 bra $gxs_L3;\n\tmov.b64 %gxs_a, %rd2;\n"
+		CHECK_STR_CONTAINS(out, "\t@%p1 bra $gxs_L2;\n\tmov.b64 %gxs_a, %rd2;\n"
 				   "\tadd.s64 %gxs_a, %gxs_a, 16;\n\tmov.b32 %gxs_r0, %r3;\n"
 				   "\tcvt.u64.u32 %gxs_v, %gxs_r0;\n"
 				   "\t@!%p1 st.global.v4.u32 [%rd2+16], {%r3, %r4, %r5, %r2};\n");
@@ -537,8 +537,8 @@ static void test_details(const struct gx_pack *hand)
 		snprintf(id, sizeof(id), "mov.u64 %%gxs_d, %llu;",
 			 (unsigned long long)gx_kernel_id("quit_if_zero", 12));
 		CHECK_EQ_INT(count_str(out, id), 1);
-		CHECK(strstr(out, id) && strstr(strstr(out, id), "\t@%p1 exit;") &&
-		      strstr(strstr(out, id), "\t@%p1 exit;") < strstr(out, ".entry edge_one"));
+		CHECK(strstr(out, id) && strstr(strstr(out, id), "\texit;") &&
+		      strstr(strstr(out, id), "\texit;") < strstr(out, ".entry edge_one"));
 		/* Triton's spaced operands: "[ %rd2 + 48 ]", "{ %r10, %r11 }" */
 		CHECK_STR_CONTAINS(out, "mov.b64 %gxs_a, %rd2;\n\tadd.s64 %gxs_a, %gxs_a, 48;\n"
 				   "\t@%p2 ld.global.ca.v2.b32 { %r10, %r11 }, [ %rd2 + 48 ];\n"
@@ -561,6 +561,32 @@ static void test_details(const struct gx_pack *hand)
 			test_fail(__FILE__, __LINE__, "entry/exit-only splice does not assemble");
 		free(out);
 		out = NULL;
+	}
+	/*
+	 * The PTX in nvcc's fatbins has no indentation ("exit;" starts a line):
+	 * the same sites, the .func's exit included (on the GPU it was missed).
+	 */
+	{
+		char *flat = malloc(len + 1), *o = flat;
+		struct gx_splice_stats fst;
+
+		for (size_t i = 0; flat && i < len; i++)
+			if (!((ptx[i] == ' ' || ptx[i] == '\t') && (i == 0 || o == flat || o[-1] == '\n')))
+				*o++ = ptx[i];
+		CHECK(flat != NULL);
+		if (flat) {
+			memset(&fst, 0, sizeof(fst));
+			CHECK_EQ_INT(gx_ptx_splice(flat, (size_t)(o - flat), &pk, &out, &olen, &fst, err,
+						   sizeof(err)), 0);
+			CHECK_EQ_INT(fst.exit_sites, 6);
+			CHECK_EQ_INT(fst.entry_sites, 3);
+			test_checks++;
+			if (out && !assemble(out, olen, "sm_80", "edge.ptx unindented"))
+				test_fail(__FILE__, __LINE__, "the unindented splice does not assemble");
+			free(out);
+			out = NULL;
+			free(flat);
+		}
 	}
 	/* The kernel filter: a glob over names. */
 	pk = *hand;

@@ -83,9 +83,10 @@ void gx_cache_key(const void *module_ptx, size_t ptx_len, const uint8_t pack_has
  * sites after the kernel's prologue; 3: the probes' table in the global
  * space where the module's constant bank has no room for it; 4: the
  * GX_SPLICE_UNTRACED line; 5: load/store sites in .func bodies; 6: code
- * hoisted from the sites to the function's start (ptx_inline.c).
+ * hoisted from the sites to the function's start (ptx_inline.c); 7: an
+ * exit in a .func body is an exit site.
  */
-#define GX_SPLICE_VERSION 6
+#define GX_SPLICE_VERSION 7
 /* The comment line a spliced module ends in when loads/stores of its .func bodies got no site. */
 #define GX_SPLICE_UNTRACED "// gpuext-untraced-func-accesses"
 /* "GX_SPLICE_FUNC <name>": one line per .func body given load/store sites, after the module. */

@@ -875,29 +875,37 @@ static void flush_hoist(struct splicer *s)
 
 /*
  * Whether the function body starting at @p (just after its '{') has an exit
- * instruction: a plain text look up to the first '}' at the start of a line,
- * which is where nvcc and LLVM close a function (their inner scopes are
- * indented). Only an exit in a .func makes it worth instrumenting for exit
- * probes (a .func's ret returns to its caller). A miss leaves that exit
- * unprobed, as before; a false find only costs the function our declarations.
+ * instruction, up to the brace that closes it (comments skipped; @lim bounds
+ * the text). Only an exit makes a .func worth instrumenting for exit probes
+ * (its ret returns to the caller). The PTX in nvcc's fatbins has no
+ * indentation, so "exit;" may start a line.
  */
 static bool body_has_exit(const char *p, const char *lim)
 {
-	const char *end = memmem(p, (size_t)(lim - p), "\n}", 2), *q = p;
+	const char *start = p;
+	int depth = 1;
 
-	if (!end)
-		end = lim;
-	while ((q = memmem(q, (size_t)(end - q), "exit", 4)) && q + 4 < end) {
-		char before = q > p ? q[-1] : ' ', after = q[4];
-		const char *ls = q;
+	while (p < lim && depth > 0) {
+		if (p + 1 < lim && p[0] == '/' && p[1] == '/') {
+			while (p < lim && *p != '\n')
+				p++;
+			continue;
+		}
+		if (p + 1 < lim && p[0] == '/' && p[1] == '*') {
+			const char *e = memmem(p + 2, (size_t)(lim - p - 2), "*/", 2);
 
-		while (ls > p && ls[-1] != '\n')
-			ls--;
-		/* a whole word, as the opcode (after a guard or at the line's start), not in a comment */
-		if ((before == ' ' || before == '\t') && (after == ';' || after == ' ' || after == '\t') &&
-		    !memmem(ls, (size_t)(q - ls), "//", 2))
+			p = e ? e + 2 : lim;
+			continue;
+		}
+		if (*p == '{') {
+			depth++;
+		} else if (*p == '}') {
+			depth--;
+		} else if (*p == 'e' && lim - p > 4 && !memcmp(p, "exit", 4) &&
+			   (p == start || strchr(" \t\n;{}", p[-1])) && strchr("; \t\r\n", p[4])) {
 			return true;
-		q += 4;
+		}
+		p++;
 	}
 	return false;
 }
