@@ -403,6 +403,62 @@ static void test_mem_expand(void)
 	CHECK_EQ_INT(trace_mem_expand(&w, out), 0);
 }
 
+static void test_mem_account(void)
+{
+	struct gx_rec_mem w[4] = {
+		/* a coalesced warp, lanes 3 and 30 idle */
+		{ .addr = 0x1000, .kernel_id = 7, .size = 4, .flags = GX_MEM_STORE, .block = 9,
+		  .thread = 64, .lanes = 0xbffffff7u, .stride = 4 },
+		/* lanes walking down: its last lane is the lowest address */
+		{ .addr = 0x9000, .kernel_id = 7, .size = 8, .block = 1, .thread = 0, .lanes = 0x5,
+		  .stride = (uint32_t)-256 },
+		/* no first lane: skipped, counts nothing */
+		{ .addr = 0x10, .size = 4, .lanes = 6, .stride = 4 },
+		/* one lane */
+		{ .addr = 0x20000, .kernel_id = 8, .size = 2, .lanes = 1 },
+	};
+	struct trace_mem_stats st;
+	struct gx_rec_mem *one, exp[32];
+	size_t n, k = 0;
+
+	trace_mem_stats_init(&st);
+	CHECK(st.lo > st.hi);
+	CHECK_EQ_INT(trace_mem_account(&w[0], &st), 30);
+	CHECK_EQ_INT(trace_mem_account(&w[1], &st), 2);
+	CHECK_EQ_INT(trace_mem_account(&w[2], &st), 0);
+	CHECK_EQ_INT(trace_mem_account(&w[3], NULL), 1);	/* counted, not added */
+	CHECK_EQ_U64(st.accesses, 32);
+	CHECK_EQ_U64(st.stores, 30);
+	CHECK_EQ_U64(st.loads, 2);
+	CHECK_EQ_U64(st.bytes, 30 * 4 + 2 * 8);
+	CHECK_EQ_U64(st.lo, 0x1000);
+	CHECK_EQ_U64(st.hi, 0x9000);
+	CHECK_EQ_INT(trace_mem_account(&w[3], &st), 1);
+	CHECK_EQ_U64(st.hi, 0x20000);
+	/* a negative stride alone: the range runs from its last lane to its first */
+	trace_mem_stats_init(&st);
+	trace_mem_account(&w[1], &st);
+	CHECK_EQ_U64(st.lo, 0x9000 - 512);
+	CHECK_EQ_U64(st.hi, 0x9000);
+	/* stats agree with the expansion, which is trace_mem_expand() record by record */
+	CHECK_EQ_INT(trace_mem_expand_all(w, 4, &one, &n), 0);
+	CHECK_EQ_INT(n, 33);
+	for (size_t i = 0; i < 4; i++) {
+		size_t m = trace_mem_expand(&w[i], exp);
+
+		for (size_t j = 0; j < m && k < n; j++, k++)
+			CHECK(!memcmp(&one[k], &exp[j], sizeof(exp[j])));
+	}
+	CHECK_EQ_INT(k, 33);
+	CHECK_EQ_U64(one[30].addr, 0x9000);
+	CHECK_EQ_U64(one[31].addr, 0x9000 - 512);
+	CHECK_EQ_U64(one[32].addr, 0x20000);
+	free(one);
+	CHECK_EQ_INT(trace_mem_expand_all(w + 2, 1, &one, &n), 0);
+	CHECK_EQ_INT(n, 0);
+	free(one);
+}
+
 static void test_pack(void)
 {
 	GPUEXT_OPTS(gpuext_runtime_opts, ro, .publish_maps = true);
@@ -699,6 +755,7 @@ int main(void)
 	test_kernels();
 	test_memtrace_to_sim();
 	test_mem_expand();
+	test_mem_account();
 	test_kerneldur();
 	test_pack();
 	test_pack_records();

@@ -58,7 +58,7 @@ static const struct tool_info {
 	{ "kerneldur", T_KDUR, false, "kernel durations measured on the device, log2 histogram" },
 };
 
-/* Keeps memtrace's memory bounded: past this many records the rest are counted, not kept. */
+/* Keeps memtrace's memory bounded: past this many accesses the rest are counted, not kept. */
 #define MEMTRACE_MAX_KEEP (16ull << 20)
 /* Snoop lines printed per live refresh before "... and N more". */
 #define SNOOP_LINES 20
@@ -95,8 +95,9 @@ struct tracer {
 	uint64_t rb_records[GX_PACK_MAX_MAPS];
 	void *rb_user[GX_PACK_MAX_MAPS][2];	/* each consumer's {tracer, index} */
 	int nrb;
-	struct vec recs;	/* tool records (gx_rec_exit/start/mem) */
-	uint64_t dropped_local;	/* records over MEMTRACE_MAX_KEEP or of a wrong size */
+	struct vec recs;	/* tool records (gx_rec_exit/start/mem), as they came */
+	struct trace_mem_stats mem;	/* memtrace: the accesses in recs */
+	uint64_t dropped_local;	/* accesses over MEMTRACE_MAX_KEEP, records of a wrong size */
 	uint64_t malformed;	/* memtrace records with no first lane (trace_mem_expand) */
 	size_t shown;		/* snoop: records already printed */
 	uint64_t t0_ns;		/* first timestamp seen (snoop lines are relative to it) */
@@ -382,16 +383,22 @@ static int on_record(void *user, const void *data, size_t size)
 		return 0;
 	}
 	if (t->kind == T_MEMTRACE) {
-		struct gx_rec_mem w, one[32];
+		/*
+		 * Kept as the warp's one record and expanded into single accesses
+		 * only for --out: copying 32 lanes here made this reader the slow
+		 * end, and the shm ring filled up behind it.
+		 */
+		struct gx_rec_mem w;
 		size_t n;
 
 		memcpy(&w, data, sizeof(w));
-		n = trace_mem_expand(&w, one);
+		n = trace_mem_account(&w, NULL);
 		if (!n)
 			t->malformed++;
-		for (size_t i = 0; i < n; i++)
-			if (t->recs.n >= MEMTRACE_MAX_KEEP || vec_push(&t->recs, &one[i]))
-				t->dropped_local++;
+		else if (t->mem.accesses + n > MEMTRACE_MAX_KEEP || vec_push(&t->recs, &w))
+			t->dropped_local += n;
+		else
+			trace_mem_account(&w, &t->mem);
 		return 0;
 	}
 	if (vec_push(&t->recs, data))
@@ -649,22 +656,12 @@ static void show_launchlate(struct tracer *t, FILE *f, bool final, FILE *out)
 
 static void show_memtrace(struct tracer *t, FILE *f, bool final)
 {
-	const struct gx_rec_mem *r = t->recs.v;
-	uint64_t loads = 0, stores = 0, bytes = 0, lo = UINT64_MAX, hi = 0;
+	const struct trace_mem_stats *m = &t->mem;
 
-	for (size_t i = 0; i < t->recs.n; i++) {
-		if (r[i].flags & GX_MEM_STORE)
-			stores++;
-		else
-			loads++;
-		bytes += r[i].size;
-		lo = r[i].addr < lo ? r[i].addr : lo;
-		hi = r[i].addr > hi ? r[i].addr : hi;
-	}
-	fprintf(f, "memtrace: %zu accesses (%" PRIu64 " loads, %" PRIu64 " stores, %" PRIu64 " bytes)",
-		t->recs.n, loads, stores, bytes);
-	if (t->recs.n)
-		fprintf(f, ", addresses 0x%" PRIx64 "..0x%" PRIx64, lo, hi);
+	fprintf(f, "memtrace: %" PRIu64 " accesses (%" PRIu64 " loads, %" PRIu64 " stores, %" PRIu64
+		" bytes) in %zu warp records", m->accesses, m->loads, m->stores, m->bytes, t->recs.n);
+	if (m->accesses)
+		fprintf(f, ", addresses 0x%" PRIx64 "..0x%" PRIx64, m->lo, m->hi);
 	if (t->dropped_local)
 		fprintf(f, ", %" PRIu64 " not kept", t->dropped_local);
 	if (t->malformed)
@@ -857,12 +854,21 @@ static int write_out(struct tracer *t, const char *path, pid_t app)
 	FILE *f;
 
 	if (t->kind == T_MEMTRACE) {
+		struct gx_rec_mem *one;
 		struct sim_trace st;
+		size_t n;
 		int ret;
 
 		reload_kernels(t);	/* which ids are device functions' */
-		ret = trace_memtrace_to_sim(t->recs.v, t->recs.n, (uint32_t)app, t->kernels,
-					    t->nkernels, &st, err, sizeof(err));
+		ret = trace_mem_expand_all(t->recs.v, t->recs.n, &one, &n);
+		if (ret) {
+			fprintf(stderr, "gpuext trace: writing %s: no memory for %" PRIu64 " accesses\n",
+				path, t->mem.accesses);
+			return ret;
+		}
+		ret = trace_memtrace_to_sim(one, n, (uint32_t)app, t->kernels, t->nkernels, &st, err,
+					    sizeof(err));
+		free(one);
 
 		if (ret) {
 			fprintf(stderr, "gpuext trace: writing %s: %s\n", path, err);
@@ -1105,6 +1111,7 @@ int cmd_trace(int argc, char **argv)
 		goto out;
 	}
 
+	trace_mem_stats_init(&t.mem);
 	t.recs.elem = t.kind == T_RETSNOOP ? sizeof(struct gx_rec_exit) :
 		      t.kind == T_LAUNCHLATE ? sizeof(struct gx_rec_start) :
 		      t.kind == T_MEMTRACE ? sizeof(struct gx_rec_mem) : 1;

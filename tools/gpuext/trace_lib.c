@@ -612,6 +612,57 @@ size_t trace_mem_expand(const struct gx_rec_mem *w, struct gx_rec_mem out[32])
 	return n;
 }
 
+void trace_mem_stats_init(struct trace_mem_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->lo = UINT64_MAX;
+}
+
+size_t trace_mem_account(const struct gx_rec_mem *w, struct trace_mem_stats *s)
+{
+	size_t n;
+	uint64_t last;
+
+	if (!(w->lanes & 1))
+		return 0;
+	n = (size_t)__builtin_popcount(w->lanes);
+	if (!s)
+		return n;
+	/* the lanes' addresses are affine in the lane: the extremes are the end lanes' */
+	last = w->addr + (uint64_t)((int64_t)(31 - __builtin_clz(w->lanes)) * (int32_t)w->stride);
+	s->accesses += n;
+	if (w->flags & GX_MEM_STORE)
+		s->stores += n;
+	else
+		s->loads += n;
+	s->bytes += (uint64_t)n * w->size;
+	s->lo = w->addr < s->lo ? w->addr : s->lo;
+	s->lo = last < s->lo ? last : s->lo;
+	s->hi = w->addr > s->hi ? w->addr : s->hi;
+	s->hi = last > s->hi ? last : s->hi;
+	return n;
+}
+
+int trace_mem_expand_all(const struct gx_rec_mem *w, size_t n, struct gx_rec_mem **out,
+			 size_t *nout)
+{
+	size_t total = 0, k = 0;
+	struct gx_rec_mem *v;
+
+	for (size_t i = 0; i < n; i++)
+		total += trace_mem_account(&w[i], NULL);
+	*out = NULL;
+	*nout = 0;
+	v = malloc((total ? total : 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		k += trace_mem_expand(&w[i], v + k);
+	*out = v;
+	*nout = k;
+	return 0;
+}
+
 #define BLOCK_SHIFT 21
 
 static int u64_cmp(const void *a, const void *b)

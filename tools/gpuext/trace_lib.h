@@ -164,6 +164,29 @@ const char *trace_kernel_name(const struct trace_kernel *k, size_t n, uint64_t i
  */
 size_t trace_mem_expand(const struct gx_rec_mem *w, struct gx_rec_mem out[32]);
 
+/* What the accesses of the records kept so far add up to. */
+struct trace_mem_stats {
+	uint64_t accesses, loads, stores, bytes;
+	uint64_t lo, hi;	/* lowest and highest address; lo > hi while empty */
+};
+
+/* An empty trace_mem_stats. */
+void trace_mem_stats_init(struct trace_mem_stats *s);
+/*
+ * How many accesses warp record @w holds (0 for one trace_mem_expand() would
+ * refuse); when @s is given, they are added to it. `gpuext trace memtrace`
+ * keeps the records as they come and counts them with this, so its reader
+ * copies a record once, not once per lane.
+ */
+size_t trace_mem_account(const struct gx_rec_mem *w, struct trace_mem_stats *s);
+/*
+ * The single accesses of @n warp records, in record and lane order, into a
+ * new array (*out, free()d by the caller; *nout accesses). Records with no
+ * first lane are skipped. 0 or -ENOMEM.
+ */
+int trace_mem_expand_all(const struct gx_rec_mem *w, size_t n, struct gx_rec_mem **out,
+			 size_t *nout);
+
 
 /*
  * Turns single accesses (trace_mem_expand()'s output; lanes and stride are
