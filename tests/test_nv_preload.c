@@ -1409,7 +1409,18 @@ static void test_e2e(void)
 	CHECK_STR_CONTAINS(txt, line);
 	kernel_line(line, sizeof(line), run.pid, "instrumented", "lib_graph");
 	CHECK_STR_CONTAINS(txt, line);
-	CHECK_EQ_INT(count_lines(txt, "\n"), 6);	/* no duplicates from the second load */
+	{
+		/* a name of 3000 characters (tests/nv/fakeapp.c) has its whole line */
+		char name[3001], big[3200];
+
+		memcpy(name, "other_long_", 11);
+		memset(name + 11, 'x', sizeof(name) - 12);
+		name[sizeof(name) - 1] = '\0';
+		kernel_line(big, sizeof(big), run.pid, "filtered", name);
+		CHECK(strlen(big) > 3000 && big[strlen(big) - 1] == '\n');
+		CHECK_STR_CONTAINS(txt, big);
+	}
+	CHECK_EQ_INT(count_lines(txt, "\n"), 7);	/* no duplicates from the second load */
 	free(txt);
 
 	snprintf(path, sizeof(path), "%s/launches.bin", dir);

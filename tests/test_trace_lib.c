@@ -262,7 +262,26 @@ static void test_kernels(void)
 		CHECK(!strcmp(trace_kernel_name(k, n, 0xcd, buf, sizeof(buf)), "my kernel with spaces"));
 		CHECK(!strcmp(trace_kernel_name(k, n, 0x99, buf, sizeof(buf)), "kernel:0000000000000099"));
 	}
-	free(k);
+	trace_kernels_free(k, n);
+	/* a 5000-character name is read whole; a last line without its newline is still being written */
+	f = fopen(path, "a");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	fprintf(f, "43 00000000000000ef instrumented _Z4long");
+	for (int i = 0; i < 4993; i++)
+		fputc('a' + i % 26, f);
+	fprintf(f, "\n43 0000000000000100 instrumented half_writ");
+	fclose(f);
+	CHECK_EQ_INT(trace_kernels_load(dir, &k, &n), 0);
+	CHECK_EQ_INT(n, 3);
+	if (n == 3) {
+		CHECK_EQ_INT(strlen(k[2].name), 5000);
+		CHECK(!strncmp(k[2].name, "_Z4longabc", 10));
+		CHECK_EQ_INT(k[2].name[4999], 'a' + 4992 % 26);
+		CHECK_EQ_INT(k[2].pid, 43);
+	}
+	trace_kernels_free(k, n);
 	unlink(path);
 	rmdir(dir);
 }

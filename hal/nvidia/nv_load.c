@@ -71,7 +71,7 @@ static bool first_report(uint64_t id, const char *status)
 static void report_kernel(const char *name, const char *status)
 {
 	uint64_t id = gx_kernel_id(name, strlen(name));
-	char line[1024];
+	char stack[1024], *line = stack;
 	bool first;
 	int n;
 
@@ -80,9 +80,19 @@ static void report_kernel(const char *name, const char *status)
 	pthread_rwlock_unlock(&g.hlock);
 	if (!first)
 		return;
-	n = nv_kernel_line(line, sizeof(line), g.pid, id, status, name);
+	/* C++ template kernels' names run to kilobytes: a line takes the whole name */
+	n = nv_kernel_line(stack, sizeof(stack), g.pid, id, status, name);
+	if (n >= (int)sizeof(stack)) {
+		line = malloc((size_t)n + 1);
+		n = line ? nv_kernel_line(line, (size_t)n + 1, g.pid, id, status, name) : -1;
+	}
 	if (n > 0)
-		nv_write_all(g.kernels_fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+		nv_write_all(g.kernels_fd, line, (size_t)n);
+	else
+		fprintf(stderr, "gpuext-nvprobe: kernel %s (%zu characters) could not be listed: "
+			"out of memory\n", status, strlen(name));
+	if (line != stack)
+		free(line);
 }
 
 /* ---- handle tables --------------------------------------------------------- */

@@ -47,11 +47,25 @@ CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsi
 CUresult cuStreamEndCapture(CUstream, CUgraph *);
 void *fakecuda_global(void *mod, const char *name);
 
-static const char ptx_vadd[] =
+static const char ptx_vadd_text[] =
 	"//\n// test module\n//\n"
 	".version 8.0\n.target sm_80\n.address_size 64\n\n"
 	".visible .entry vadd(\n\t.param .u64 a\n)\n{\n\tret;\n}\n\n"
 	".visible .entry other_kernel(\n\t.param .u64 a\n)\n{\n\tret;\n}\n";
+/* + a kernel named like a C++ template instance: FAKEAPP_LONG_NAME characters (kernels.txt) */
+#define FAKEAPP_LONG_NAME 3000
+static char ptx_vadd[sizeof(ptx_vadd_text) + FAKEAPP_LONG_NAME + 64];
+
+static void build_ptx_vadd(void)
+{
+	size_t n = sizeof(ptx_vadd_text) - 1;
+
+	memcpy(ptx_vadd, ptx_vadd_text, n);
+	n += (size_t)sprintf(ptx_vadd + n, "\n.visible .entry other_long_");
+	memset(ptx_vadd + n, 'x', FAKEAPP_LONG_NAME - 11);
+	n += FAKEAPP_LONG_NAME - 11;
+	sprintf(ptx_vadd + n, "()\n{\n\tret;\n}\n");
+}
 
 static const char ptx_lib[] =
 	".version 8.0\n.target sm_80\n.address_size 64\n\n"
@@ -248,6 +262,8 @@ int main(int argc, char **argv)
 	char line[64];
 	gpa_fn gpa;
 	void *h;
+
+	build_ptx_vadd();
 
 	if (getenv("FAKEAPP_MODE"))
 		mode = getenv("FAKEAPP_MODE");

@@ -465,7 +465,7 @@ static void reload_kernels(struct tracer *t)
 
 	if (trace_kernels_load(t->dir, &k, &n))
 		return;
-	free(t->kernels);
+	trace_kernels_free(t->kernels, t->nkernels);
 	t->kernels = k;
 	t->nkernels = n;
 }
@@ -1181,6 +1181,6 @@ out:
 	else if (t.dir && !o.pack_only)
 		fprintf(stderr, "gpuext trace: trace directory kept: %s\n", t.dir);
 	free(t.recs.v);
-	free(t.kernels);
+	trace_kernels_free(t.kernels, t.nkernels);
 	return ret;
 }

@@ -538,9 +538,10 @@ void trace_smload(const uint64_t *blocks, size_t n, struct trace_smload *out)
 
 int trace_kernels_load(const char *dir, struct trace_kernel **out, size_t *cnt)
 {
-	char path[4096], line[1024];
+	char path[4096], *line = NULL;
 	struct trace_kernel *v = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0, cap = 0, line_cap = 0;
+	int ret = 0;
 	FILE *f;
 
 	*out = NULL;
@@ -549,35 +550,50 @@ int trace_kernels_load(const char *dir, struct trace_kernel **out, size_t *cnt)
 	f = fopen(path, "r");
 	if (!f)
 		return errno == ENOENT ? 0 : -errno;
-	while (fgets(line, sizeof(line), f)) {
+	while (getline(&line, &line_cap, f) > 0) {
 		struct trace_kernel k = { 0 };
 		char *nl = strchr(line, '\n');
 		int used = 0;
 
-		if (nl)
-			*nl = '\0';
+		if (!nl)
+			break;	/* the library is writing this line now: the next read has it */
+		*nl = '\0';
 		if (sscanf(line, "%" SCNu32 " %" SCNx64 " %47s %n", &k.pid, &k.id, k.status, &used) < 3 ||
 		    !used)
 			continue;
-		snprintf(k.name, sizeof(k.name), "%s", line + used);
-		if (n == cap) {
+		k.name = strdup(line + used);
+		if (k.name && n == cap) {
 			size_t nc = cap ? cap * 2 : 32;
 			void *p = realloc(v, nc * sizeof(*v));
 
-			if (!p) {
-				free(v);
-				fclose(f);
-				return -ENOMEM;
+			if (p) {
+				v = p;
+				cap = nc;
 			}
-			v = p;
-			cap = nc;
+		}
+		if (!k.name || n == cap) {
+			free(k.name);
+			ret = -ENOMEM;
+			break;
 		}
 		v[n++] = k;
 	}
+	free(line);
 	fclose(f);
+	if (ret) {
+		trace_kernels_free(v, n);
+		return ret;
+	}
 	*out = v;
 	*cnt = n;
 	return 0;
+}
+
+void trace_kernels_free(struct trace_kernel *k, size_t cnt)
+{
+	for (size_t i = 0; k && i < cnt; i++)
+		free(k[i].name);
+	free(k);
 }
 
 const char *trace_kernel_name(const struct trace_kernel *k, size_t n, uint64_t id, char *buf,

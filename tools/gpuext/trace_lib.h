@@ -146,10 +146,14 @@ struct trace_kernel {
 	uint64_t id;
 	uint32_t pid;
 	char status[48];
-	char name[256];
+	char *name;		/* whole, however long (trace_kernels_free) */
 };
-/* Reads DIR/kernels.txt (absent = 0 kernels). *out malloc'd. 0 or -errno. */
+/*
+ * Reads DIR/kernels.txt (absent = 0 kernels); lines of any length. *out is
+ * freed with trace_kernels_free(). 0 or -errno.
+ */
 int trace_kernels_load(const char *dir, struct trace_kernel **out, size_t *cnt);
+void trace_kernels_free(struct trace_kernel *k, size_t cnt);
 /* The name of kernel @id, or its id in hex in @buf. */
 const char *trace_kernel_name(const struct trace_kernel *k, size_t n, uint64_t id, char *buf,
 			      size_t len);
