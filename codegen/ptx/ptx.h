@@ -203,9 +203,8 @@ void *gpuext_ptx_hash_lookup(void *table, uint32_t key_size, const void *key);
 int gpuext_ptx_hash_insert(void *table, uint32_t key_size, uint32_t value_size, const void *key,
 			   const void *value);
 /*
- * The device image of hash map @map (same contract as gpuext_ptx_map_image(),
- * which does not place hash maps yet: its callers route hash maps here).
- * The live entries of the host map are inserted; -E2BIG past 64 MiB.
+ * The device image of hash map @map (gpuext_ptx_map_image() gives hash maps
+ * this one). The live entries of the host map are inserted; -E2BIG past 64 MiB.
  */
 int gpuext_ptx_hash_image(struct gpuext_map *map, struct gpuext_ptx_map_desc *desc,
 			  uint8_t **image, size_t *bytes);
@@ -221,11 +220,12 @@ struct gpuext_ptx_var {
  * The device image of @map: *desc filled (base and aux left 0 for the loader)
  * and *image a malloc'd copy of its contents in the device layout, *bytes long
  * (array: max_entries x stride; per-CPU array: max_entries x nr_slots x
- * stride; ring buffer: *image NULL = zeros, *bytes = the data size, one
- * shard: nr_slots = 1). A loader (gpuext_ptx_device__run, a PTX bundle)
- * allocates *bytes on the device, copies the image, and for a ring buffer
- * also a zeroed gpuext_ptx_ringbuf_hdr (aux). -EOPNOTSUPP for a map kind not placed on
- * the device (hash, lru_hash), -E2BIG past 64 MiB.
+ * stride; hash, LRU hash: gpuext_ptx_hash_image()'s table; ring buffer: *image NULL
+ * = zeros, *bytes = the data size, one shard: nr_slots = 1). A loader
+ * (gpuext_ptx_device__run, a PTX bundle) allocates *bytes on the device,
+ * copies the image, and for a ring buffer also a zeroed
+ * gpuext_ptx_ringbuf_hdr (aux). -EOPNOTSUPP for a map kind not placed on the
+ * device, -E2BIG past 64 MiB.
  */
 int gpuext_ptx_map_image(struct gpuext_map *map, struct gpuext_ptx_map_desc *desc,
 			 uint8_t **image, size_t *bytes);
@@ -361,7 +361,9 @@ struct gpuext_ptx_run_opts {
 /*
  * Emits @prog for the device and runs it once on @dev as @opts says. Maps of
  * the program are uploaded from their host state (array, per-CPU array,
- * ringbuf; a hash map gives -EOPNOTSUPP). 0 or a negative errno: -ENODEV,
+ * hash, LRU hash, ringbuf; other kinds give -EOPNOTSUPP) and, with
+ * sync_maps, read back into it (a hash map's keys the device deleted are
+ * deleted). 0 or a negative errno: -ENODEV,
  * -EOPNOTSUPP, -ETIMEDOUT (the kernel did not finish: the device is then
  * unusable, close it), -EIO (a CUDA error, named in err).
  */

@@ -365,10 +365,85 @@ int gpuext_ptx_map_image(struct gpuext_map *m, struct gpuext_ptx_map_desc *dd, u
 			return GPUEXT_ERR(E2BIG);
 		return 0;
 	}
+	if (type == BPF_MAP_TYPE_HASH || type == BPF_MAP_TYPE_LRU_HASH)
+		return gpuext_ptx_hash_image(m, dd, image, bytes);
 	gpuext_log(m->rt, GPUEXT_LOG_WARN, "ptx: map '%s': %s maps are not placed on the device "
-		   "(array, percpu_array and ringbuf are)", gpuext_map__name(m),
+		   "(array, percpu_array, hash, lru_hash and ringbuf are)", gpuext_map__name(m),
 		   gpuext_map_type_name(type));
 	return GPUEXT_ERR(EOPNOTSUPP);
+}
+
+/*
+ * A hash map's table read back from the device into its host map: keys the
+ * device deleted go, FULL buckets are written where new or changed (BUSY
+ * ones, a claim never finished, are not entries). -errno when the host map
+ * refuses an update (it has the same max_entries, so only on a bad table).
+ */
+static int hash_sync_back(struct gpuext_map *m, uint8_t *table, size_t bytes)
+{
+	const struct gpuext_ptx_hash_hdr *h = (const void *)table;
+	uint32_t ks = gpuext_map__key_size(m), vs = gpuext_map__value_size(m);
+	uint32_t koff = 8, voff = 8 + ((ks + 7u) & ~7u);
+	uint8_t *key = malloc(ks), *next = malloc(ks), *val = malloc(vs), *gone = NULL;
+	size_t ngone = 0, cap = 0;
+	bool first = true;
+	int err = 0;
+
+	if (!key || !next || !val) {
+		err = -ENOMEM;
+		goto out;
+	}
+	if (bytes < sizeof(*h) || !h->nr_buckets || h->bucket_size < voff + vs ||
+	    (uint64_t)h->nr_buckets * h->bucket_size > bytes - sizeof(*h)) {
+		gpuext_log(m->rt, GPUEXT_LOG_WARN, "ptx: hash map '%s': the device's table header "
+			   "is damaged (%u buckets of %u bytes in %zu)", gpuext_map__name(m),
+			   h->nr_buckets, h->bucket_size, bytes);
+		err = -EBADMSG;
+		goto out;
+	}
+	/* the host's keys the device no longer has (collected first: deleting moves next_key) */
+	while (!gpuext_map__next_key(m, first ? NULL : key, next)) {
+		first = false;
+		memcpy(key, next, ks);
+		if (gpuext_ptx_hash_lookup(table, ks, key))
+			continue;
+		if (ngone == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			uint8_t *g = realloc(gone, nc * ks);
+
+			if (!g) {
+				err = -ENOMEM;
+				goto out;
+			}
+			gone = g;
+			cap = nc;
+		}
+		memcpy(gone + ngone++ * ks, key, ks);
+	}
+	for (size_t i = 0; i < ngone; i++)
+		gpuext_map__delete(m, gone + i * ks);
+	for (uint32_t b = 0; b < h->nr_buckets; b++) {
+		uint8_t *e = table + sizeof(*h) + (size_t)b * h->bucket_size;
+		uint32_t state;
+
+		memcpy(&state, e, 4);
+		if (state != GPUEXT_PTX_HASH_FULL)
+			continue;
+		if (!gpuext_map__lookup(m, e + koff, val) && !memcmp(val, e + voff, vs))
+			continue;
+		err = gpuext_map__update(m, e + koff, e + voff, BPF_ANY);
+		if (err) {
+			gpuext_log(m->rt, GPUEXT_LOG_WARN, "ptx: hash map '%s': the host map refused "
+				   "a key the device holds (%s)", gpuext_map__name(m), strerror(-err));
+			goto out;
+		}
+	}
+out:
+	free(key);
+	free(next);
+	free(val);
+	free(gone);
+	return err;
 }
 
 static int upload_maps(struct run *x, CUdeviceptr table, size_t table_size)
@@ -398,7 +473,8 @@ static int upload_maps(struct run *x, CUdeviceptr table, size_t table_size)
 		err = gpuext_ptx_map_image(m, &descs[i], &dm->snap, &dm->bytes);
 		if (err) {
 			set_err(x->o->err, x->o->err_len, "map '%s' cannot be placed on the device "
-				"(%s; only array, percpu_array and ringbuf are)", gpuext_map__name(m),
+				"(%s; array, percpu_array, hash, lru_hash and ringbuf are)",
+				gpuext_map__name(m),
 				strerror(-err));
 			break;
 		}
@@ -480,6 +556,25 @@ static int sync_back(struct run *x)
 				if (memcmp(now + k * per_key, dm->snap + k * per_key, per_key))
 					gpuext_map__update(dm->map, &k, now + k * per_key, BPF_ANY);
 			free(now);
+		} else if (type == BPF_MAP_TYPE_HASH || type == BPF_MAP_TYPE_LRU_HASH) {
+			uint8_t *now = malloc(dm->bytes ? dm->bytes : 1);
+			int err;
+
+			if (!now)
+				return -ENOMEM;
+			if (x->d->cu.MemcpyDtoH(now, dm->data, dm->bytes) != CUDA_SUCCESS) {
+				free(now);
+				set_err(x->o->err, x->o->err_len, "reading hash map '%s' back failed",
+					gpuext_map__name(dm->map));
+				return -EIO;
+			}
+			err = hash_sync_back(dm->map, now, dm->bytes);
+			free(now);
+			if (err) {
+				set_err(x->o->err, x->o->err_len, "hash map '%s' could not be read back "
+					"(%s)", gpuext_map__name(dm->map), strerror(-err));
+				return err;
+			}
 		} else if (type == BPF_MAP_TYPE_RINGBUF) {
 			struct gpuext_ptx_ringbuf_hdr h;
 			uint8_t *data = malloc(dm->bytes);

@@ -652,6 +652,53 @@ static const char *check_run(const struct brun *r, const uint64_t *r0, const uin
 					 PRIu64, c->a, c->b, v, c->c);
 				return buf;
 			}
+		} else if (!strcmp(c->kind, "hash_keys")) {
+			/* map a's table (codegen/ptx/ptx.h): b FULL buckets, u32 key k -> u64 k * c + 1 */
+			const struct bmap *m = c->a < r->map_cnt ? &r->maps[c->a] : NULL;
+			uint32_t nb, bs, state, key, full = 0;
+			uint64_t v;
+
+			if (!m || !m->after || m->bytes < 16 || m->d.key_size != 4 || m->d.value_size != 8)
+				return "hash_keys: no such hash map (u32 -> u64)";
+			memcpy(&nb, m->after, 4);
+			memcpy(&bs, m->after + 4, 4);
+			if (!nb || bs < 24 || 16 + (uint64_t)nb * bs > m->bytes)
+				return "hash_keys: the table's header is damaged";
+			for (uint32_t i = 0; i < nb; i++) {
+				const uint8_t *e = m->after + 16 + (size_t)i * bs;
+
+				memcpy(&state, e, 4);
+				if (state != 2)	/* GPUEXT_PTX_HASH_FULL */
+					continue;
+				full++;
+				memcpy(&key, e + 8, 4);
+				memcpy(&v, e + 16, 8);
+				if (v != (uint64_t)key * c->c + 1 || key >= r->threads) {
+					snprintf(buf, len, "key %u holds %" PRIu64 ", want %" PRIu64, key, v,
+						 (uint64_t)key * c->c + 1);
+					return buf;
+				}
+			}
+			if (full != c->b) {
+				snprintf(buf, len, "%u keys in the table, want %" PRIu64, full, c->b);
+				return buf;
+			}
+		} else if (!strcmp(c->kind, "r0_ok_or_e2big")) {
+			unsigned ok = 0;
+
+			for (uint32_t t = 0; t < r->threads; t += warp ? 32 : 1) {
+				if (r0[t] == 0) {
+					ok++;
+				} else if (r0[t] != (uint64_t)-7) {	/* -E2BIG */
+					snprintf(buf, len, "r0 = %" PRId64 " on thread %u, want 0 or -E2BIG",
+						 (int64_t)r0[t], t);
+					return buf;
+				}
+			}
+			if (ok != c->a) {
+				snprintf(buf, len, "%u runners got 0, want %" PRIu64, ok, c->a);
+				return buf;
+			}
 		} else if (!strcmp(c->kind, "ring_ids")) {
 			const struct bmap *m = c->a < r->map_cnt ? &r->maps[c->a] : NULL;
 			unsigned got;

@@ -587,6 +587,71 @@ static const char extra_text[] =
 	"	exit\n"
 	"end\n"
 	"result 0x0\n" /* the reader wants one; check_extra() decides */
+	/*
+	 * Hash map: each runner inserts its thread id -> id * 3 + 1, reads it
+	 * back, and deletes it again when bit 5 of the id is set. r0 = 0 when the
+	 * update, the lookup's value and the delete were right.
+	 */
+	"case rt_hash_update_lookup_delete\n"
+	"map h hash key=4 value=8 entries=128\n"
+	"asm\n"
+	"	call gpuext_get_thread_id\n"
+	"	r6 = r0\n"
+	"	*(u32 *)(r10 - 0x4) = w6\n"
+	"	r7 = r6\n"
+	"	r7 *= 0x3\n"
+	"	r7 += 0x1\n"
+	"	*(u64 *)(r10 - 0x10) = r7\n"
+	"	r1 = map[h] ll\n"
+	"	r2 = r10\n"
+	"	r2 += -0x4\n"
+	"	r3 = r10\n"
+	"	r3 += -0x10\n"
+	"	r4 = 0x0\n"
+	"	call bpf_map_update_elem\n"
+	"	if r0 != 0x0 goto out\n"
+	"	r1 = map[h] ll\n"
+	"	r2 = r10\n"
+	"	r2 += -0x4\n"
+	"	call bpf_map_lookup_elem\n"
+	"	if r0 == 0x0 goto missing\n"
+	"	r1 = *(u64 *)(r0 + 0x0)\n"
+	"	r0 = r1\n"
+	"	r0 -= r7\n"
+	"	if r0 != 0x0 goto out\n"
+	"	r1 = r6\n"
+	"	r1 &= 0x20\n"
+	"	if r1 == 0x0 goto out\n"
+	"	r1 = map[h] ll\n"
+	"	r2 = r10\n"
+	"	r2 += -0x4\n"
+	"	call bpf_map_delete_elem\n"
+	"	goto out\n"
+	"missing:\n"
+	"	r0 = 0x2\n"
+	"out:\n"
+	"	exit\n"
+	"end\n"
+	"result 0x0\n" /* the reader wants one; check_extra() decides */
+	/* Hash map with room for 8: the first 8 inserts win, the rest get -E2BIG. */
+	"case rt_hash_full\n"
+	"map h hash key=4 value=8 entries=8\n"
+	"asm\n"
+	"	call gpuext_get_thread_id\n"
+	"	*(u32 *)(r10 - 0x4) = w0\n"
+	"	r0 *= 0x3\n"
+	"	r0 += 0x1\n"
+	"	*(u64 *)(r10 - 0x10) = r0\n"
+	"	r1 = map[h] ll\n"
+	"	r2 = r10\n"
+	"	r2 += -0x4\n"
+	"	r3 = r10\n"
+	"	r3 += -0x10\n"
+	"	r4 = 0x0\n"
+	"	call bpf_map_update_elem\n"
+	"	exit\n"
+	"end\n"
+	"result 0x0\n" /* the reader wants one; check_extra() decides */
 	"case rt_thread_and_lane\n"
 	"asm\n"
 	"	call gpuext_get_thread_id\n"
@@ -755,6 +820,46 @@ static const char *check_extra(const char *name, const struct isa_case_env *env,
 		}
 		return NULL;
 	}
+	if (!strcmp(name, "rt_hash_update_lookup_delete") || !strcmp(name, "rt_hash_full")) {
+		bool full = !strcmp(name, "rt_hash_full");
+		unsigned ok = 0, e2big = 0, want_keys = 0, keys = 0;
+		uint32_t k, next;
+		bool first = true;
+
+		for (uint32_t t = 0; t < threads; t += per_thread ? 1 : 32) {
+			if (r0[t] == 0) {
+				ok++;
+				want_keys += full || !(t & 0x20);
+			} else if (full && r0[t] == (uint64_t)-E2BIG) {
+				e2big++;
+			} else {
+				snprintf(buf, len, "r0 = %" PRId64 " on thread %u", (int64_t)r0[t], t);
+				return buf;
+			}
+		}
+		if (ok + e2big != runners || (full && ok != (runners < 8 ? runners : 8))) {
+			snprintf(buf, len, "%u inserts ok, %u -E2BIG of %u runners", ok, e2big,
+				 runners);
+			return buf;
+		}
+		/* the host map read back: the keys kept, each with its value */
+		while (!gpuext_map__next_key(env->maps[0], first ? NULL : &k, &next)) {
+			first = false;
+			k = next;
+			keys++;
+			if (gpuext_map__lookup(env->maps[0], &k, v) || v[0] != (uint64_t)k * 3 + 1 ||
+			    k >= threads || (!per_thread && k % 32) || (!full && (k & 0x20)) ||
+			    (full && r0[k] != 0)) {
+				snprintf(buf, len, "key %u = %" PRIu64 " in the map read back", k, v[0]);
+				return buf;
+			}
+		}
+		if (keys != want_keys) {
+			snprintf(buf, len, "%u keys read back, want %u", keys, want_keys);
+			return buf;
+		}
+		return NULL;
+	}
 	if (!strcmp(name, "rt_thread_and_lane")) {
 		for (uint32_t t = 0; t < threads; t++) {
 			uint64_t want = per_thread ? ((uint64_t)(t % 32) << 32 | t) : (t & ~31u);
@@ -831,6 +936,13 @@ static const char *extra_bundle_checks(const char *name, uint32_t threads, bool 
 		snprintf(checks, len, "check ring_ids 0 %u\n", runners);
 	else if (!strcmp(name, "rt_ringbuf_full") && (*has_r0 = false, true))
 		snprintf(checks, len, "check ring_vs_r0 0 36\n"); /* 112-byte records in 4096 */
+	else if (!strcmp(name, "rt_hash_update_lookup_delete")) /* ids 0-31 of every 64 stay */
+		snprintf(checks, len, "check hash_keys 0 %u 3\n",
+			 per_thread ? threads / 64 * 32 + (threads % 64 < 32 ? threads % 64 : 32) :
+				      (threads / 64) + (threads % 64 ? 1 : 0));
+	else if (!strcmp(name, "rt_hash_full") && (*has_r0 = false, true))
+		snprintf(checks, len, "check hash_keys 0 %u 3\ncheck r0_ok_or_e2big %u\n",
+			 runners < 8 ? runners : 8, runners < 8 ? runners : 8);
 	else if (!strcmp(name, "rt_thread_and_lane") && (*has_r0 = false, true))
 		snprintf(checks, len, "check r0_lane_thread\n");
 	else if (!strcmp(name, "rt_warp_votes") && (*has_r0 = false, true))
