@@ -52,6 +52,8 @@ expect "backends help" 0 "dlopen" -- "$GPUEXT" backends --help
 expect "run-prog hex" 0 "r0 = 0x2a (42)" -- "$GPUEXT" run-prog --hex "$MOV42"
 expect "run-prog mem" 0 "r0 = 0xbb (187)" -- "$GPUEXT" run-prog --hex "$LDB1" --mem 'aa bb cc'
 expect "run-prog div0" 0 "r0 = 0x0 (0)" -- "$GPUEXT" run-prog --hex "$DIV0"
+# a hash map keeps its state across --repeat runs (3 counts, and key 9 deleted and re-added)
+expect "run-prog hash map" 0 "r0 = 0x1f (31)" -- "$GPUEXT" run-prog "$BPF/hash_count.bpf.o" --repeat 3
 expect "run-prog oob names insn" 1 "insn 0" -- "$GPUEXT" run-prog --hex "$OOB" --mem '01 02 03 04'
 expect "run-prog oob reason" 1 "invalid read of 8 bytes" -- "$GPUEXT" run-prog --hex "$OOB" --mem '01 02 03 04'
 expect "run-prog bad hex" 1 "expected a pair of hex digits" -- "$GPUEXT" run-prog --hex 'b7 0z'

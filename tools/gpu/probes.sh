@@ -53,7 +53,8 @@ if [ "${1:-}" = "--prepare" ]; then
   cp "$build/gpuext" "$build/libgpuext-nvprobe.so" "$bundle/"
   cp "$build"/tools/probes/*.bpf.o "$bundle/probes/"
   mkdir -p "$bundle/test"
-  cp "$build"/tests/bpf/probe_unplaced.bpf.o "$build"/tests/bpf/probe_bigrec.bpf.o "$bundle/test/"
+  cp "$build"/tests/bpf/probe_unplaced.bpf.o "$build"/tests/bpf/probe_bigrec.bpf.o \
+     "$build"/tests/bpf/hash_count.bpf.o "$bundle/test/"
   # The preload library goes into the apps' processes: glibc only.
   extra=$(ldd "$bundle/libgpuext-nvprobe.so" | awk '/=>/ {print $1}' |
           grep -vE '^(libc|libm|libdl|libpthread|librt)\.so' || true)
@@ -375,6 +376,16 @@ if python3 "$src/triton_add.py" 100000 >"$logs/base_triton.log" 2>&1; then
 else
   say "Triton not usable here: $(tail -n 1 "$logs/base_triton.log")"
 fi
+
+say "run-prog on the PTX backend: a hash map uploaded, changed on the GPU and read back, 3 runs"
+for be in interp ptx ptx-warp; do
+  got=$(gx run-prog "$bundle/test/hash_count.bpf.o" --repeat 3 --backend "$be" 2>&1 | tail -n 1)
+  if [ "$got" = "r0 = 0x1f (31)" ]; then
+    echo "PASS run_prog_hash_$be: key 7 counted to 3, key 9 deleted and re-added on the device" | tee -a "$out/checks.txt"
+  else
+    echo "FAIL run_prog_hash_$be: '$got', want 'r0 = 0x1f (31)'" | tee -a "$out/checks.txt"; status=1
+  fi
+done
 
 npass=$(grep -c '^PASS' "$out/checks.txt"); nfail=$(grep -c '^FAIL' "$out/checks.txt")
 say "checks: $npass passed, $nfail failed"
