@@ -42,7 +42,8 @@ static void help(FILE *f)
 		"examples:\n"
 		"  gpuext run-prog --hex 'b7 00 00 00 2a 00 00 00 95 00 00 00 00 00 00 00'\n"
 		"      r0 = 0x2a (42)\n"
-		"  gpuext run-prog build/tests/bpf/globals.bpf.o --prog sum --mem-size 64 --repeat 3\n");
+		"  gpuext run-prog build/tests/bpf/hash_count.bpf.o --repeat 3 --backend ptx\n"
+		"      r0 = 0x1f (31)    (a hash map kept across the 3 runs, here on the GPU)\n");
 }
 
 static char *slurp(const char *path, size_t *len)
@@ -237,14 +238,20 @@ int cmd_run_prog(int argc, char **argv)
 				gpuext_prog__name(prog), mem_len);
 			goto out;
 		}
-		if (!strcmp(backend, "spirv-vulkan"))
-			err = gpuext_spirv_vk_run(prog, mem, mem_len, &r0);
-		else
-			err = gpuext_ptx_run(prog, mem, mem_len, strcmp(backend, "ptx-warp") != 0, &r0);
-		if (err) {
-			fprintf(stderr, "gpuext run-prog: '%s' did not run on the %s backend: %s (the log "
-					"above says why)\n", gpuext_prog__name(prog), backend, strerror(-err));
-			goto out;
+		/* --repeat as on the host: each run starts from the maps the one before left */
+		for (unsigned long long i = 0; i < (repeat ? repeat : 1); i++) {
+			if (!strcmp(backend, "spirv-vulkan"))
+				err = gpuext_spirv_vk_run(prog, mem, mem_len, &r0);
+			else
+				err = gpuext_ptx_run(prog, mem, mem_len,
+						     strcmp(backend, "ptx-warp") != 0, &r0);
+			if (err) {
+				fprintf(stderr, "gpuext run-prog: '%s' did not run on the %s backend "
+						"(run %llu of %llu): %s (the log above says why)\n",
+					gpuext_prog__name(prog), backend, i + 1, repeat ? repeat : 1,
+					strerror(-err));
+				goto out;
+			}
 		}
 		printf("r0 = 0x%llx (%lld)\n", (unsigned long long)r0, (long long)r0);
 		goto shown;
