@@ -1163,15 +1163,17 @@ static void watch_live(void *arg)
 	}
 }
 
+/* A launch record of @name's @gx x @bx launch by @pid on GPU 1 (lib_graph: GPU 0, its node's). */
 static bool has_launch(const struct gx_launch_rec *r, size_t n, const char *name, uint32_t gx,
 		       uint32_t bx, pid_t pid)
 {
 	uint64_t id = gx_kernel_id(name, strlen(name));
+	uint32_t gpu = strcmp(name, "lib_graph") ? 1 : 0;
 
 	for (size_t i = 0; i < n; i++)
 		if (r[i].kernel_id == id && r[i].grid[0] == gx && r[i].block[0] == bx &&
 		    r[i].grid[1] == 1 && r[i].block[2] == 1 && r[i].pid == (uint32_t)pid &&
-		    r[i].gpu == 1)
+		    r[i].gpu == gpu)
 			return true;
 	return false;
 }
@@ -1467,6 +1469,8 @@ static void test_e2e(void)
 	 * each exactly once, the discarded one left out. Shards drain one after
 	 * the other, so only the order within shard 0 (100 before 102) is kept.
 	 */
+	/* the graph node's library kernel got its tables in the node's context (GPU 0) */
+	CHECK_STR_CONTAINS(run.out, "lib_graph gpu_id 0\n");
 	CHECK_STR_CONTAINS(run.out, "ring_shards 16");
 	CHECK_EQ_INT(gpuext_ringbuf_consumer__new(rb, on_rec, &seen, &cons), 0);
 	if (cons)

@@ -3,7 +3,7 @@
 
 Ratios are tool / uninstrumented (the first uninstrumented run of the
 workload; 'noise' is the second one / the first; a workload run in
-several rounds (tiny) reports each configuration's median round; 'jit-only' is the
+several rounds (all of them: bench/gpu/run.sh) reports each configuration's median round; 'jit-only' is the
 control: the modules JIT-compiled from their PTX unchanged, no probes, so
 tool / jit-only is the probes' own share). Targets (issue 6), against the
 uninstrumented native run, what a user sees:
@@ -38,8 +38,7 @@ def table(runs, works, tools, kind, bad):
             key = "per" if w == "tiny" else "median_ms"
         else:
             key = "wall_median_ms"
-        # Several rounds of one configuration (tiny, membound_2^N): the round whose time is
-        # the median.
+        # Several rounds of one configuration: the round whose time is the median.
         by = {}
         for r in runs:
             if r.get("workload") == w:

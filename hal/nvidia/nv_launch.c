@@ -262,9 +262,14 @@ static void exec_node_set(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_
 			  bool v2);
 static void exec_node_enable(CUgraphExec exec, CUgraphNode node, bool on);
 
-/* Graph kernel nodes: the function's maps must be in place before the graph runs. */
+/*
+ * Graph kernel nodes: the function's maps must be in place before the graph
+ * runs, in the context the node runs in: the _v2 parameters' ctx when set (a
+ * library kernel's node of a multi-GPU graph), else the current one.
+ */
 static void graph_node(const CUDA_KERNEL_NODE_PARAMS_v2 *p, bool v2)
 {
+	CUcontext cur = NULL, popped;
 	const void *f;
 	struct nv_handle *h;
 
@@ -272,8 +277,15 @@ static void graph_node(const CUDA_KERNEL_NODE_PARAMS_v2 *p, bool v2)
 		return;
 	f = p->func ? (const void *)p->func : v2 ? (const void *)p->kern : NULL;
 	h = f ? nv_handle_find(f) : NULL;
-	if (h && h->img)
+	if (!h || !h->img)
+		return;
+	if (v2 && p->ctx && g.cu.CtxGetCurrent(&cur) == CUDA_SUCCESS && cur != p->ctx &&
+	    g.cu.CtxPushCurrent(p->ctx) == CUDA_SUCCESS) {
 		nv_img_ready(h->img, nv_current_ctx());
+		g.cu.CtxPopCurrent(&popped);
+		return;
+	}
+	nv_img_ready(h->img, nv_current_ctx());
 }
 
 EXPORT CUresult cuGraphAddKernelNode(CUgraphNode *n, CUgraph gr, const CUgraphNode *deps,
@@ -629,6 +641,7 @@ void nv_clock_calibrate(struct nv_ctx *x)
 struct gnode {
 	const void *node;	/* the instantiated graph's node (cuGraphExecKernelNodeSetParams names it) */
 	bool off;		/* disabled (cuGraphNodeSetEnabled): its launches run nothing */
+	int gpu;		/* the ordinal of the node's own context; -1: the launching one's */
 	uint64_t kernel_id;
 	uint32_t grid[3], block[3];
 };
@@ -655,8 +668,11 @@ static uint64_t node_kernel_id(const CUDA_KERNEL_NODE_PARAMS_v2 *p, bool v2)
 static void gnode_set(struct gnode *k, const void *node, const CUDA_KERNEL_NODE_PARAMS_v2 *p,
 		      bool v2)
 {
+	struct nv_ctx *x = v2 && p->ctx ? nv_maps__ctx(&g.maps, p->ctx) : NULL;
+
 	k->node = node;
 	k->off = false;
+	k->gpu = x ? x->ordinal : -1;
 	k->kernel_id = node_kernel_id(p, v2);
 	k->grid[0] = p->gridDimX;
 	k->grid[1] = p->gridDimY;
@@ -858,7 +874,9 @@ static CUresult graph_launched(CUresult r, CUgraphExec exec, uint64_t host_ns, b
 			memcpy(rec[n].grid, x->k[i].grid, sizeof(rec[n].grid));
 			memcpy(rec[n].block, x->k[i].block, sizeof(rec[n].block));
 			rec[n].pid = g.pid;
-			rec[n].gpu = c && c->ordinal >= 0 ? (uint32_t)c->ordinal : NV_NO_GPU;
+			/* a multi-GPU graph's node runs on its own context's GPU */
+			rec[n].gpu = x->k[i].gpu >= 0 ? (uint32_t)x->k[i].gpu :
+				     c && c->ordinal >= 0 ? (uint32_t)c->ordinal : NV_NO_GPU;
 			n++;
 		}
 		break;

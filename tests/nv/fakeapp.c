@@ -254,7 +254,7 @@ int main(int argc, char **argv)
 	CUkernel k, k2, k3;
 	CUDA_KERNEL_NODE_PARAMS_v2 gp = { 0 };
 	CUgraphNode node;
-	CUcontext c2;
+	CUcontext c2, c0;
 	CUmodule m2;
 	pthread_t th;
 	CUcontext c;
@@ -333,8 +333,15 @@ int main(int argc, char **argv)
 		return 1;
 	CK(lgk(&k2, lib2, "lib_noctx"));
 	CK(lk((CUfunction)k2, 6, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
-	/* A graph node of a library kernel never launched directly: its tables must be ready. */
+	/*
+	 * A graph node of a library kernel never launched directly: its tables must be
+	 * ready, in the context the node names (GPU 0; the app's own is on the last GPU):
+	 * a node of a multi-GPU graph. Its launch records name GPU 0.
+	 */
 	CK(lgk(&k3, lib3, "lib_graph"));
+	CK(cuCtxCreate_v2(&c0, 0, 0));
+	CK(cuCtxSetCurrent(c));
+	gp.ctx = c0;
 	gp.kern = k3;
 	gp.gridDimX = gp.gridDimY = gp.gridDimZ = 1;
 	gp.gridDimX = 7;
@@ -391,6 +398,9 @@ int main(int argc, char **argv)
 	printf("rtld_next %s\n", dlsym(RTLD_NEXT, "dlsym") == dlsym(RTLD_DEFAULT, "dlsym") ?
 	       "ok" : "bad");
 
+	if (fakecuda_global((void *)lib3, "gpuext_rt_gpu_id"))
+		printf("lib_graph gpu_id %u\n", *(uint32_t *)fakecuda_global((void *)lib3,
+									   "gpuext_rt_gpu_id"));
 	t = fakecuda_global(m, "gpuext_rt_maps");
 	printf("table %s\n", t ? "yes" : "no");
 	if (fakecuda_global(m, "gpuext_rt_gpu_id"))
