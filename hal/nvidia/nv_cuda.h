@@ -95,6 +95,7 @@ typedef struct {
 	union {
 		long long reserved1[29];
 		CUDA_KERNEL_NODE_PARAMS_v2 kernel;
+		CUgraph child_graph;	/* type GRAPH: CUDA_CHILD_GRAPH_NODE_PARAMS.graph */
 	};
 	long long reserved2;
 } CUgraphNodeParams;
@@ -190,6 +191,7 @@ typedef CUresult (*PFN_cuGraphLaunch)(CUgraphExec, CUstream);
 typedef CUresult (*PFN_cuGraphExecDestroy)(CUgraphExec);
 typedef CUresult (*PFN_cuGraphExecUpdate)(CUgraphExec, CUgraph, CUgraphNode *, int *);
 typedef CUresult (*PFN_cuGraphExecUpdate_v2)(CUgraphExec, CUgraph, void *);
+typedef CUresult (*PFN_cuGraphExecChildGraphNodeSetParams)(CUgraphExec, CUgraphNode, CUgraph);
 typedef CUresult (*PFN_cuGraphGetNodes)(CUgraph, CUgraphNode *, size_t *);
 typedef CUresult (*PFN_cuGraphNodeGetType)(CUgraphNode, int *);
 typedef CUresult (*PFN_cuGraphKernelNodeGetParams)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS_v2 *);

@@ -261,6 +261,7 @@ EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsign
 static void exec_node_set(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS_v2 *p,
 			  bool v2);
 static void exec_node_enable(CUgraphExec exec, CUgraphNode node, bool on);
+static void exec_child_set(CUgraphExec exec, CUgraphNode node, CUgraph child);
 
 /*
  * Graph kernel nodes: the function's maps must be in place before the graph
@@ -383,6 +384,19 @@ EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec e, CUgraphNode n, CUgraphNo
 	r = real.cuGraphExecNodeSetParams(e, n, p);
 	if (r == CUDA_SUCCESS && k && nv_active())
 		exec_node_set(e, n, k, true);
+	if (r == CUDA_SUCCESS && p && p->type == CU_GRAPH_NODE_TYPE_GRAPH && nv_active())
+		exec_child_set(e, n, p->child_graph);
+	return r;
+}
+
+EXPORT CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec e, CUgraphNode n, CUgraph child)
+{
+	CUresult r;
+
+	REAL_OR_FAIL(cuGraphExecChildGraphNodeSetParams);
+	r = real.cuGraphExecChildGraphNodeSetParams(e, n, child);
+	if (r == CUDA_SUCCESS && nv_active())
+		exec_child_set(e, n, child);
 	return r;
 }
 
@@ -640,6 +654,7 @@ void nv_clock_calibrate(struct nv_ctx *x)
 /* One kernel node of an executable graph: what its launch record says. */
 struct gnode {
 	const void *node;	/* the instantiated graph's node (cuGraphExecKernelNodeSetParams names it) */
+	const void *parent;	/* in a child graph: its node in the instantiated graph; else NULL */
 	bool off;		/* disabled (cuGraphNodeSetEnabled): its launches run nothing */
 	int gpu;		/* the ordinal of the node's own context; -1: the launching one's */
 	uint64_t kernel_id;
@@ -671,6 +686,7 @@ static void gnode_set(struct gnode *k, const void *node, const CUDA_KERNEL_NODE_
 	struct nv_ctx *x = v2 && p->ctx ? nv_maps__ctx(&g.maps, p->ctx) : NULL;
 
 	k->node = node;
+	k->parent = NULL;
 	k->off = false;
 	k->gpu = x ? x->ordinal : -1;
 	k->kernel_id = node_kernel_id(p, v2);
@@ -682,8 +698,13 @@ static void gnode_set(struct gnode *k, const void *node, const CUDA_KERNEL_NODE_
 	k->block[2] = p->blockDimZ;
 }
 
-/* Appends @gr's kernel nodes (and its child graphs', @depth deep) to @v; 0 or -errno. */
-static int read_graph(CUgraph gr, struct gnode **v, size_t *n, size_t *cap, int depth)
+/*
+ * Appends @gr's kernel nodes (and its child graphs', @depth deep) to @v; 0 or
+ * -errno. Those of a child graph get @parent, or their child graph node's
+ * handle when @gr is the instantiated graph (@parent NULL).
+ */
+static int read_graph(CUgraph gr, struct gnode **v, size_t *n, size_t *cap, int depth,
+		      const void *parent)
 {
 	CUgraphNode *nodes;
 	size_t cnt = 0;
@@ -709,7 +730,7 @@ static int read_graph(CUgraph gr, struct gnode **v, size_t *n, size_t *cap, int 
 			continue;
 		if (type == CU_GRAPH_NODE_TYPE_GRAPH && g.cu.GraphChildGraphNodeGetGraph &&
 		    g.cu.GraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS) {
-			e = read_graph(child, v, n, cap, depth + 1);
+			e = read_graph(child, v, n, cap, depth + 1, parent ? parent : nodes[i]);
 			continue;
 		}
 		memset(&p, 0, sizeof(p));
@@ -727,7 +748,8 @@ static int read_graph(CUgraph gr, struct gnode **v, size_t *n, size_t *cap, int 
 			*v = t;
 			*cap = nc;
 		}
-		gnode_set(&(*v)[(*n)++], nodes[i], &p, true);
+		gnode_set(&(*v)[*n], nodes[i], &p, true);
+		(*v)[(*n)++].parent = parent;
 	}
 	free(nodes);
 	return e;
@@ -789,7 +811,7 @@ static void learn_exec(CUgraphExec exec, CUgraph gr, bool update)
 				"launch records\n");
 		return;
 	}
-	e = read_graph(gr, &k, &n, &cap, 0);
+	e = read_graph(gr, &k, &n, &cap, 0, NULL);
 	if (e) {
 		if (!atomic_exchange(&said_list, true))
 			fprintf(stderr, PFX "cannot list the kernel nodes of a CUDA graph (%s): its "
@@ -809,11 +831,13 @@ static void learn_exec(CUgraphExec exec, CUgraph gr, bool update)
 	x->n = n;
 	pthread_mutex_lock(&g.gexec_lock);
 	old = unlink_exec(exec);
-	/* an update keeps the node keys and which nodes are disabled */
+	/* an update keeps the node keys (child graph nodes' too) and which nodes are disabled */
 	if (old && update && old->n == n)
 		for (size_t i = 0; i < n; i++) {
 			x->k[i].node = old->k[i].node;
 			x->k[i].off = old->k[i].off;
+			if (x->k[i].parent && old->k[i].parent)
+				x->k[i].parent = old->k[i].parent;
 		}
 	x->next = g.gexecs;
 	g.gexecs = x;
@@ -839,6 +863,58 @@ static void exec_node_set(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_
 			}
 	}
 	pthread_mutex_unlock(&g.gexec_lock);
+}
+
+/*
+ * cuGraphExecChildGraphNodeSetParams (or cuGraphExecNodeSetParams on a
+ * child graph node): @exec's kernel nodes inside @node are now @child's.
+ */
+static void exec_child_set(CUgraphExec exec, CUgraphNode node, CUgraph child)
+{
+	struct gnode *k = NULL, *merged;
+	size_t n = 0, cap = 0;
+
+	if (!child || !g.cu.GraphGetNodes || !g.cu.GraphNodeGetType ||
+	    !g.cu.GraphKernelNodeGetParams)
+		return;
+	if (read_graph(child, &k, &n, &cap, 1, node)) {
+		fprintf(stderr, PFX "cannot list the kernel nodes of a child graph given to a "
+			"graph: its launch records keep the child graph it had\n");
+		free(k);
+		return;
+	}
+	pthread_mutex_lock(&g.gexec_lock);
+	for (struct nv_gexec *x = g.gexecs; x; x = x->next) {
+		size_t at = x->n, m = 0;
+
+		if (x->exec != exec)
+			continue;
+		merged = calloc(x->n + n + 1, sizeof(*merged));
+		if (!merged)
+			break;
+		/* the child's entries are contiguous (read_graph): the new ones go in their place */
+		for (size_t i = 0; i < x->n; i++) {
+			if (x->k[i].parent != node) {
+				merged[m++] = x->k[i];
+				continue;
+			}
+			if (at == x->n) {
+				at = i;
+				memcpy(merged + m, k, n * sizeof(*k));
+				m += n;
+			}
+		}
+		if (at == x->n) {	/* it held no kernel before */
+			memcpy(merged + m, k, n * sizeof(*k));
+			m += n;
+		}
+		free(x->k);
+		x->k = merged;
+		x->n = m;
+		break;
+	}
+	pthread_mutex_unlock(&g.gexec_lock);
+	free(k);
 }
 
 /* cuGraphNodeSetEnabled: a disabled kernel node runs nothing, so its launches get no record. */

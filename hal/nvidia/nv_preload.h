@@ -87,6 +87,7 @@
 	X(cuGraphLaunch_ptsz, cuGraphLaunch, 10000, 1)                           \
 	X(cuGraphExecUpdate, cuGraphExecUpdate, 10020, 0)                        \
 	X(cuGraphExecUpdate_v2, cuGraphExecUpdate, 12000, 0)                     \
+	X(cuGraphExecChildGraphNodeSetParams, cuGraphExecChildGraphNodeSetParams, 11010, 0) \
 	X(cuGraphExecDestroy, cuGraphExecDestroy, 10000, 0)                      \
 	X(cuGetProcAddress, cuGetProcAddress, 11030, 0)                          \
 	X(cuGetProcAddress_v2, cuGetProcAddress, 12000, 0)                      \
@@ -143,6 +144,7 @@ struct nv_real {
 	PFN_cuGraphLaunch cuGraphLaunch, cuGraphLaunch_ptsz;
 	PFN_cuGraphExecUpdate cuGraphExecUpdate;
 	PFN_cuGraphExecUpdate_v2 cuGraphExecUpdate_v2;
+	PFN_cuGraphExecChildGraphNodeSetParams cuGraphExecChildGraphNodeSetParams;
 	PFN_cuGraphExecDestroy cuGraphExecDestroy;
 	PFN_cuGetProcAddress cuGetProcAddress;
 	PFN_cuGetProcAddress_v2 cuGetProcAddress_v2;

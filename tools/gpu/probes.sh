@@ -134,7 +134,7 @@ build_app() { # name, nvcc args...
   fi
 }
 fails=0
-for a in vecadd gemm reduce multistream graph devfunc bigconst gather funcexit; do
+for a in vecadd gemm reduce multistream graph childgraph devfunc bigconst gather funcexit; do
   build_app "$a" "$src/$a.cu" || fails=$((fails + 1))
 done
 build_app vecadd_shared -cudart shared "$src/vecadd.cu" || fails=$((fails + 1))
@@ -195,6 +195,7 @@ base multistream "$apps/multistream" 4 8
 base nvrtc "$apps/nvrtc_saxpy" 3000
 base ptxload "$apps/ptxload" "$apps/ptxkern.ptx" 65536
 base graph "$apps/graph" 10
+base childgraph "$apps/childgraph" 6
 base devfunc "$apps/devfunc" 4096
 base bigconst "$apps/bigconst" 1048576
 base gather "$apps/gather" 4096
@@ -220,6 +221,8 @@ traced th_nvrtc threadhist --per-thread --interval 0 --out "$logs/th_nvrtc.csv" 
   check threadhist th_nvrtc_perthread "$logs/th_nvrtc.log" "$logs/th_nvrtc.csv" thread
 traced th_graph threadhist --per-thread --interval 0 --out "$logs/th_graph.csv" -- "$apps/graph" 10 &&
   check threadhist th_graph_perthread "$logs/th_graph.log" "$logs/th_graph.csv" thread
+traced th_childgraph threadhist --per-thread --interval 0 --out "$logs/th_childgraph.csv" -- "$apps/childgraph" 6 &&
+  check threadhist th_childgraph_perthread "$logs/th_childgraph.log" "$logs/th_childgraph.csv" thread
 traced th_ptxload threadhist --interval 0 --out "$logs/th_ptxload.csv" -- "$apps/ptxload" "$apps/ptxkern.ptx" 65536 &&
   check threadhist th_ptxload "$logs/th_ptxload.log" "$logs/th_ptxload.csv" warp
 # bigconst's own __constant__ data fills the 64 KiB bank: the probes' table goes to global memory
@@ -274,6 +277,11 @@ traced ll_graph launchlate --interval 0 --out "$logs/ll_graph.csv" -- "$apps/gra
   check launchlate ll_graph "$logs/ll_graph.log" "$logs/ll_graph.csv" 10000000 &&
   said ll_graph_paired "$logs/ll_graph.log" "launchlate: 20 launches, 20 first-block starts, 20 paired" \
     "every graph replay's kernel nodes recorded and paired"
+# a child graph node given another child graph (cudaGraphExecChildGraphNodeSetParams) halfway
+traced ll_childgraph launchlate --interval 0 --out "$logs/ll_childgraph.csv" -- "$apps/childgraph" 6 &&
+  check launchlate ll_childgraph "$logs/ll_childgraph.log" "$logs/ll_childgraph.csv" 10000000 &&
+  said ll_childgraph_paired "$logs/ll_childgraph.log" "launchlate: 12 launches, 12 first-block starts, 12 paired" \
+    "the records followed the child graph's update"
 
 say "smload: blocks per SM sum to the blocks launched"
 traced sm_gemm smload --interval 0 --out "$logs/sm_gemm.csv" -- "$apps/gemm" 512 &&
@@ -291,7 +299,7 @@ say "results unchanged by instrumentation"
 for p in "vecadd th_vecadd" "vecadd_odd th_vecadd_odd" "vecadd_shared th_shared" "gemm th_gemm" \
          "reduce th_reduce" "multistream th_multistream" "graph th_graph" "nvrtc th_nvrtc" "ptxload th_ptxload" \
          "vecadd_small mt_vecadd" "nvrtc mt_nvrtc" "gemm rs_gemm" "multistream ll_multistream" \
-         "gemm sm_gemm" "devfunc mt_devfunc" "bigconst th_bigconst" "graph ll_graph" "gather mt_gather" "funcexit th_funcexit"; do
+         "gemm sm_gemm" "devfunc mt_devfunc" "bigconst th_bigconst" "graph ll_graph" "childgraph ll_childgraph" "childgraph th_childgraph" "gather mt_gather" "funcexit th_funcexit"; do
   set -- $p
   [ -f "$logs/$2.log" ] && check same "same_$2" "$logs/base_$1.log" "$logs/$2.log"
 done
