@@ -208,6 +208,14 @@ int gpuext_ptx_hash_insert(void *table, uint32_t key_size, uint32_t value_size, 
  */
 int gpuext_ptx_hash_image(struct gpuext_map *map, struct gpuext_ptx_map_desc *desc,
 			  uint8_t **image, size_t *bytes);
+/*
+ * A table read back from the device (@bytes of it) into hash map @map: keys
+ * the device deleted go, FULL buckets are written where new or changed (BUSY
+ * ones, a claim never finished, are not entries). 0, -EBADMSG for a table
+ * whose header does not fit @bytes or the map's sizes, -errno when the host
+ * map refuses an update (it has the same max_entries: only on a bad table).
+ */
+int gpuext_ptx_hash_read_back(struct gpuext_map *map, const uint8_t *table, size_t bytes);
 
 /* ld_imm64 src=3: the device address of variable @id. */
 #define GPUEXT_PTX_MAX_VARS 16

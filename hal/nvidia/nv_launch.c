@@ -859,6 +859,7 @@ static void exec_node_set(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_
 		for (size_t i = 0; i < x->n; i++)
 			if (x->k[i].node == node) {
 				k.off = x->k[i].off;
+				k.parent = x->k[i].parent;
 				x->k[i] = k;
 			}
 	}
@@ -892,17 +893,28 @@ static void exec_child_set(CUgraphExec exec, CUgraphNode node, CUgraph child)
 		merged = calloc(x->n + n + 1, sizeof(*merged));
 		if (!merged)
 			break;
-		/* the child's entries are contiguous (read_graph): the new ones go in their place */
-		for (size_t i = 0; i < x->n; i++) {
+		/*
+		 * The child's entries are contiguous (read_graph): the new ones go in
+		 * their place. The new child has the old one's shape (CUDA requires
+		 * it), so by position they keep the old entries' keys and switches.
+		 */
+		for (size_t i = 0, j = 0; i < x->n; i++) {
 			if (x->k[i].parent != node) {
 				merged[m++] = x->k[i];
 				continue;
 			}
-			if (at == x->n) {
-				at = i;
-				memcpy(merged + m, k, n * sizeof(*k));
-				m += n;
+			if (j < n) {
+				k[j].node = x->k[i].node;
+				k[j].off = x->k[i].off;
 			}
+			j++;
+			if (at == x->n)
+				at = i;
+		}
+		if (at != x->n) {	/* put them where the old ones began */
+			memmove(merged + at + n, merged + at, (m - at) * sizeof(*merged));
+			memcpy(merged + at, k, n * sizeof(*k));
+			m += n;
 		}
 		if (at == x->n) {	/* it held no kernel before */
 			memcpy(merged + m, k, n * sizeof(*k));

@@ -593,7 +593,7 @@ static const char extra_text[] =
 	 * update, the lookup's value and the delete were right.
 	 */
 	"case rt_hash_update_lookup_delete\n"
-	"map h hash key=4 value=8 entries=128\n"
+	"map h hash key=4 value=8 entries=1024\n"	/* --threads goes to 1024 */
 	"asm\n"
 	"	call gpuext_get_thread_id\n"
 	"	r6 = r0\n"
