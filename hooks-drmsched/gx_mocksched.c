@@ -154,7 +154,7 @@ static struct dma_fence *gx_run_job(struct drm_sched_job *sched_job)
 	struct gx_ms_job *job = to_gx_job(sched_job);
 	struct gx_ms_ring *ring = job->ring;
 	struct gx_ms_hw_fence *hw = job->hw;
-	unsigned long flags;
+	u64 start;
 
 	if (!hw) {
 		/* run again after a reset: nothing to redo on a mock */
@@ -164,21 +164,22 @@ static struct dma_fence *gx_run_job(struct drm_sched_job *sched_job)
 	dma_fence_init(&hw->base, &gx_hw_fence_ops, &ring->fence_lock,
 		       ring->fence_ctx, atomic64_inc_return(&ring->fence_seq));
 	/*
-	 * The job's start as userspace sees it, the adapter's start and the
-	 * timer's start are one instant: with interrupts on, an interrupt or a
-	 * preemption of this worker between them (100s of us in an emulated
-	 * guest) made the adapter count less GPU time than the job was seen to
-	 * take, and a turn ran a job past its budget in the timeslice test.
+	 * Userspace's start_ns is the adapter's: the mock used to stamp its own
+	 * before the call, and an interrupt or a preemption of this worker in
+	 * between (100s of us in an emulated guest) made the adapter count less
+	 * GPU time than userspace saw the job take, so a turn ran a job past its
+	 * budget in the timeslice test. Now the adapter's count of a job is never
+	 * less than what userspace sees: it starts at the same instant and ends
+	 * at the fence's signal, after end_ns.
 	 */
-	local_irq_save(flags);
-	WRITE_ONCE(job->start_ns, ktime_get_ns());
 	gpuext_drmsched_run_job(&job->gjob, &hw->base);
+	start = job->gjob.started && job->gjob.start_ns ? job->gjob.start_ns : ktime_get_ns();
+	WRITE_ONCE(job->start_ns, start);
 
 	kref_get(&job->ref);
 	hw->job = job;
 	dma_fence_get(&hw->base);	/* the timer's; the returned one is drm_sched's */
 	hrtimer_start(&hw->timer, ns_to_ktime(job->duration_ns), HRTIMER_MODE_REL);
-	local_irq_restore(flags);
 	return &hw->base;
 }
 

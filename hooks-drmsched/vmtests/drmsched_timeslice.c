@@ -35,11 +35,12 @@ static int cmp_start(const void *a, const void *b)
 /*
  * Queues @n[i] jobs of @dur[i] ns on each entity fd[i] behind a 20 ms blocker,
  * waits for all of them and writes the entity index of each job, in start
- * order, into @order (and how long it ran into @ran_ns). Returns the number
- * of jobs, or -1.
+ * order, into @order (and how long it ran into @ran_ns). @gap_ns (if not
+ * NULL) gets the longest time the ring sat idle between two of them. Returns
+ * the number of jobs, or -1.
  */
 static int run_behind_blocker(int nent, const int *fd, const int *n, const uint64_t *dur,
-			      int *order, uint64_t *ran_ns)
+			      int *order, uint64_t *ran_ns, uint64_t *gap_ns)
 {
 	uint64_t seq[8][MAXJ], bseq = 0;
 	struct ran ran[8 * MAXJ];
@@ -68,9 +69,14 @@ static int run_behind_blocker(int nent, const int *fd, const int *n, const uint6
 		}
 	close(blocker);
 	qsort(ran, total, sizeof(ran[0]), cmp_start);
+	if (gap_ns)
+		*gap_ns = 0;
 	for (int i = 0; i < total; i++) {
 		order[i] = ran[i].who;
 		ran_ns[i] = ran[i].dur;
+		if (gap_ns && i && ran[i].start > ran[i - 1].start + ran[i - 1].dur &&
+		    ran[i].start - ran[i - 1].start - ran[i - 1].dur > *gap_ns)
+			*gap_ns = ran[i].start - ran[i - 1].start - ran[i - 1].dur;
 	}
 	return total;
 }
@@ -98,7 +104,15 @@ static int runs(const int *order, int n, int *len)
 }
 
 #define BUDGET_NS (1024 * 1000ull)
-#define CLOCK_SLACK_NS (100 * 1000ull)	/* the adapter times jobs a few us apart from the mock */
+#define CLOCK_SLACK_NS (100 * 1000ull)	/* the adapter's end is stamped a little after the mock's */
+/*
+ * A guest the host stopped for this long (TCG on a busy machine: a 300 us job
+ * was seen to take 5.9 ms) is not a timeslice result: past the adapter's 20 ms
+ * idle-ring guard a waiting entity runs out of turn, as it should. Such a run
+ * is repeated, up to STALL_TRIES times.
+ */
+#define STALL_NS (10 * 1000 * 1000ull)
+#define STALL_TRIES 3
 
 static void test_default_budget(void)
 {
@@ -107,13 +121,23 @@ static void test_default_budget(void)
 	int fd[2], order[24], len[24], nr, total;
 	uint64_t ran_ns[24];
 	struct gx_ms_info info;
+	uint64_t gap, worst;
 
 	fd[0] = gx_entity(0, "tenant_a", 0, NULL);
 	fd[1] = gx_entity(0, "tenant_b", 0, NULL);
 	CHECK(fd[0] >= 0 && fd[1] >= 0, "create");
-	total = run_behind_blocker(2, fd, n, dur, order, ran_ns);
-	if (total < 0)
-		goto out;
+	for (int attempt = 1;; attempt++) {
+		total = run_behind_blocker(2, fd, n, dur, order, ran_ns, &gap);
+		if (total < 0)
+			goto out;
+		worst = 0;
+		for (int i = 0; i < total; i++)
+			worst = ran_ns[i] > worst ? ran_ns[i] : worst;
+		if (attempt == STALL_TRIES || (gap < STALL_NS && worst < STALL_NS))
+			break;
+		printf("attempt %d: the host stalled the guest (longest job %.3f ms, longest idle "
+		       "ring %.3f ms): once more\n", attempt, worst / 1e6, gap / 1e6);
+	}
 	print_order("1024 us budget, 300 us jobs", order, total);
 	nr = runs(order, total, len);
 	CHECK(nr >= 4, "%d turns: the entities did not take turns", nr);
@@ -168,7 +192,7 @@ static void test_lc_be_turns(void)
 	fd[1] = gx_entity(0, "trainer_a", 0, NULL);
 	fd[2] = gx_entity(0, "trainer_b", 0, NULL);
 	CHECK(fd[0] >= 0 && fd[1] >= 0 && fd[2] >= 0, "create");
-	total = run_behind_blocker(3, fd, n, dur, order, ran_ns);
+	total = run_behind_blocker(3, fd, n, dur, order, ran_ns, NULL);
 	if (total < 0)
 		goto out;
 	print_order("lc_be: A = lc_server, B/C = trainers, 1 ms jobs", order, total);
