@@ -263,6 +263,17 @@ struct pack_case {
 
 static unsigned spliced_inputs, assembled_outputs;
 
+/* The pack has exit probes and its site guards name none for them. */
+static bool has_unguarded_exit(const struct gx_pack *pk)
+{
+	const char *g = pk->ptx ? strstr(pk->ptx, "// gpuext-site-guards ") : NULL;
+	unsigned e[4] = { 0 };
+
+	if (g && sscanf(g + 22, "%u %u %u %u", &e[0], &e[1], &e[2], &e[3]) != 4)
+		e[GX_PROBE_EXIT] = 0;
+	return (pk->events & (1u << GX_PROBE_EXIT)) && !e[GX_PROBE_EXIT];
+}
+
 /*
  * Splices @ptx with @pc, checks the counts against the independent count,
  * determinism, and assembles for @sms.
@@ -289,7 +300,15 @@ static void splice_one(const char *what, const char *ptx, size_t len, const stru
 	CHECK_EQ_INT(st.kernels, c.kernels);
 	CHECK_EQ_INT(st.instrumented, c.kernels);
 	CHECK_EQ_INT(st.entry_sites, c.kernels);
-	CHECK_EQ_INT(st.exit_sites, c.exits);
+	/*
+	 * Unguarded exit probes split the exits (ptx_exits.c): a site more for
+	 * each branch given its own ret, whose label it names once and defines
+	 * once.
+	 */
+	CHECK_EQ_INT(st.exit_sites, c.exits + st.exits_split);
+	if (st.exits_split)
+		CHECK(has_unguarded_exit(&pc->pack));
+	CHECK_EQ_INT(count_str(out, "$__gxr"), 2 * st.exits_split);
 	CHECK_EQ_INT(st.load_sites, c.loads);
 	CHECK_EQ_INT(st.store_sites, c.stores);
 	if (st.load_sites != c.loads || st.store_sites != c.stores || st.exit_sites != c.exits)
@@ -301,9 +320,9 @@ static void splice_one(const char *what, const char *ptx, size_t len, const stru
 	CHECK_EQ_INT(count_str(out, "// gpuext: gpuext_probe_exit inlined"), st.exit_sites);
 	CHECK_EQ_INT(count_str(out, "// gpuext: gpuext_probe_load inlined"), st.load_sites);
 	CHECK_EQ_INT(count_str(out, "// gpuext: gpuext_probe_store inlined"), st.store_sites);
-	/* Each site's lanes reconverge after its body: one warp sync per site. */
+	/* Each site's lanes reconverge after its body, but for an exit's, which the ret follows. */
 	CHECK_EQ_INT(count_str(out, "\tbar.warp.sync %gxs_m;\n"),
-		     st.entry_sites + st.exit_sites + st.load_sites + st.store_sites);
+		     st.entry_sites + st.load_sites + st.store_sites);
 	/* Inlined, never called: cuLink's relocatable JIT would not inline a call. */
 	CHECK(!strstr(out, "call gpuext_probe_"));
 	/* One entry call per kernel, and no context in local memory (the probes build it). */
@@ -657,8 +676,8 @@ static void test_details(const struct gx_pack *hand)
 				CHECK(hoist && site && hoist < site &&
 				      strstr(hoist, "setp.ge.u32 %gxs_qw, %gxs_r0, 32;") < site &&
 				      strstr(hoist, "setp.ne.u32 %gxs_qb") > site);
-				/* the lanes that entered leave together, then the guard's label */
-				CHECK_STR_CONTAINS(out, "$gxs_I2_end:\n\t}\n\tbar.warp.sync %gxs_m;\n$gxs_G2:\n");
+				/* site 2, helper's exit: no warp barrier (the exit follows), the guard's label */
+				CHECK_STR_CONTAINS(out, "$gxs_I2_end:\n\t}\n$gxs_G2:\n\texit;\n");
 				/*
 				 * 6 exits test warp 0, in the 3 kernels that have exits and in
 				 * quit_if_zero (once each at the start); no entry site tests
@@ -919,7 +938,7 @@ static void test_details(const struct gx_pack *hand)
 			"\t.reg .b32 %r<2>;\n\tmov.u32 %r1, %ntid.x;\n\tmov.u64 %rd2, %clock64;\n"
 			"\tld.param.u64 %rd1, [clk_k_p];\n\tst.global.u64 [%rd1], %rd2;\n\tret;\n}\n";
 		static const char *const before[][2] = {
-			{ "setp.ge.u32 %p1, %r2, 29;", "@%p1 bra $L_out;" },
+			{ "setp.ge.u32 %p1, %r2, 29;", "@%p1 bra $__gxr1;" },	/* its own ret */
 			{ "ld.param.u64 %rd1, [st_k_p];", "st.global.u64 [%rd1], %rd1;" },
 			{ "ld.param.u64 %rd1, [ld_k_p];", "ld.global.u64 %rd2, [%rd1];" },
 			{ "setp.eq.u32 %p1, %r1, 0;", "@%p1 mov.u32 %r1, 5;" },

@@ -84,9 +84,11 @@ void gx_cache_key(const void *module_ptx, size_t ptx_len, const uint8_t pack_has
  * space where the module's constant bank has no room for it; 4: the
  * GX_SPLICE_UNTRACED line; 5: load/store sites in .func bodies; 6: code
  * hoisted from the sites to the function's start (ptx_inline.c); 7: an
- * exit in a .func body is an exit site.
+ * exit in a .func body is an exit site; 8: a ret for every branch to a
+ * shared one (ptx_exits.c), exit sites neither hoisted nor followed by a
+ * warp barrier.
  */
-#define GX_SPLICE_VERSION 7
+#define GX_SPLICE_VERSION 8
 /* The comment line a spliced module ends in when loads/stores of its .func bodies got no site. */
 #define GX_SPLICE_UNTRACED "// gpuext-untraced-func-accesses"
 /* "GX_SPLICE_FUNC <name>": one line per .func body given load/store sites, after the module. */
@@ -164,6 +166,8 @@ struct gx_splice_stats {
 				 * uninstrumented (the kernel filter leaves out one of the
 				 * module's kernels): the spliced
 				 * text ends in "GX_SPLICE_UNTRACED <n>" then */
+	uint32_t exits_split;	/* branches to a kernel's shared ret given a ret of their own
+				 * (unguarded exit probes: ptx_exits.c) */
 	bool probes_in_global;	/* the module's .const data left no room for the probes' table:
 				 * it went to the global space (gx_ptx_const_bytes) */
 };

@@ -24,5 +24,12 @@ bool gx_ptx_entry_may_follow(const char *t);
  * -ENOMEM, or -E2BIG when something of the constant space would be left.
  */
 int gx_ptx_probes_in_global(const char *ptx, size_t n, char **out, size_t *out_len);
+/*
+ * Module @ptx (@n bytes) with every branch to an .entry's shared `ret;` given
+ * a `ret;` of its own (ptx_exits.c says why and when). 0 with *@out NULL when
+ * nothing changed; 0 with a malloc'd *@out (*@out_len bytes, NUL-terminated)
+ * and *@split = branches retargeted; -ENOMEM.
+ */
+int gx_ptx_split_exits(const char *ptx, size_t n, char **out, size_t *out_len, unsigned *split);
 
 #endif
