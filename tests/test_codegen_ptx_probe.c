@@ -318,6 +318,10 @@ static void test_probe_all(void)
 				 * reserves ring records alone. */
 				CHECK_EQ_INT(count_str(text, "activemask.b32"), 4);
 				CHECK_EQ_INT(count_str(text, "bar.warp.sync"), 3);
+				/* the exit's runner is lane 0, not the lowest active lane */
+				CHECK_EQ_INT(count_str(text, "%lanemask_lt"), 3);
+				CHECK(strstr(text, "gpuext_probe_exit") &&
+				      strstr(strstr(text, "gpuext_probe_exit"), "%laneid"));
 				CHECK(!strstr(text, "match.any.sync"));
 			}
 			vp = strstr(text, "// gpuext-ptx-version ");

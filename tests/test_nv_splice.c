@@ -263,17 +263,6 @@ struct pack_case {
 
 static unsigned spliced_inputs, assembled_outputs;
 
-/* The pack has exit probes and its site guards name none for them. */
-static bool has_unguarded_exit(const struct gx_pack *pk)
-{
-	const char *g = pk->ptx ? strstr(pk->ptx, "// gpuext-site-guards ") : NULL;
-	unsigned e[4] = { 0 };
-
-	if (g && sscanf(g + 22, "%u %u %u %u", &e[0], &e[1], &e[2], &e[3]) != 4)
-		e[GX_PROBE_EXIT] = 0;
-	return (pk->events & (1u << GX_PROBE_EXIT)) && !e[GX_PROBE_EXIT];
-}
-
 /*
  * Splices @ptx with @pc, checks the counts against the independent count,
  * determinism, and assembles for @sms.
@@ -301,13 +290,13 @@ static void splice_one(const char *what, const char *ptx, size_t len, const stru
 	CHECK_EQ_INT(st.instrumented, c.kernels);
 	CHECK_EQ_INT(st.entry_sites, c.kernels);
 	/*
-	 * Unguarded exit probes split the exits (ptx_exits.c): a site more for
+	 * Exit probes split the exits (ptx_exits.c): a site more for
 	 * each branch given its own ret, whose label it names once and defines
 	 * once.
 	 */
 	CHECK_EQ_INT(st.exit_sites, c.exits + st.exits_split);
 	if (st.exits_split)
-		CHECK(has_unguarded_exit(&pc->pack));
+		CHECK(pc->pack.events & (1u << GX_PROBE_EXIT));
 	CHECK_EQ_INT(count_str(out, "$__gxr"), 2 * st.exits_split);
 	CHECK_EQ_INT(st.load_sites, c.loads);
 	CHECK_EQ_INT(st.store_sites, c.stores);

@@ -301,7 +301,9 @@ enum gpuext_ptx_probe_event {
  * calls the function; the lowest active lane (activemask & %lanemask_lt
  * == 0) runs the programs, the
  * others wait at bar.warp.sync(activemask), so call sites need no uniform
- * control flow. Per-thread mode: every calling lane runs them.
+ * control flow. At exits lane 0 runs them, wherever it leaves, and nobody
+ * waits (the ret follows): once per warp, however its lanes leave.
+ * Per-thread mode: every calling lane runs them.
  *
  * The text starts with three comment lines: a title, "// gpuext-ptx-version
  * X.Y" and "// gpuext-ptx-target sm_NN": the PTX ISA version and target the

@@ -229,12 +229,27 @@ static int wrapper_ir(size_t *cnt, uint32_t (*guard)[GPUEXT_PTX_MAX_PROGS],
 			 * %lanemask_lt, no find-first-set and compare with %laneid
 			 * (three instructions fewer on the path every warp takes).
 			 */
-			W("  %%mask = call i32 @llvm.nvvm.activemask()\n"
-			  "  %%below = call i32 @llvm.nvvm.read.ptx.sreg.lanemask.lt()\n"
-			  "  %%lower = and i32 %%mask, %%below\n"
-			  "  %%isl = icmp eq i32 %%lower, 0\n"
-			  "  br i1 %%isl, label %%lead, label %%join\n"
-			  "lead:\n");
+			/*
+			 * At an exit, lane 0 runs, wherever it leaves: every warp has
+			 * a lane 0 and it leaves once, so an exit probe runs exactly
+			 * once per warp even when the warp's lanes leave by several
+			 * exits (the splicer gives each branch to a kernel's shared
+			 * ret its own: hal/nvidia/ptx_exits.c). Lanes that leave
+			 * without lane 0 run nothing.
+			 */
+			if (e == GPUEXT_PTX_PROBE_EXIT)
+				W("  %%mask = call i32 @llvm.nvvm.activemask()\n"
+				  "  %%l0 = call i32 @llvm.nvvm.read.ptx.sreg.laneid()\n"
+				  "  %%isl = icmp eq i32 %%l0, 0\n"
+				  "  br i1 %%isl, label %%lead, label %%join\n"
+				  "lead:\n");
+			else
+				W("  %%mask = call i32 @llvm.nvvm.activemask()\n"
+				  "  %%below = call i32 @llvm.nvvm.read.ptx.sreg.lanemask.lt()\n"
+				  "  %%lower = and i32 %%mask, %%below\n"
+				  "  %%isl = icmp eq i32 %%lower, 0\n"
+				  "  br i1 %%isl, label %%lead, label %%join\n"
+				  "lead:\n");
 		}
 		W("  %%f_kid = getelementptr inbounds i8, ptr %%ctx, i64 %u\n"
 		  "  store i64 %%kid, ptr %%f_kid, align 8\n"

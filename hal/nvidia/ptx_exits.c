@@ -15,12 +15,14 @@
  * predecessors, 1.027x with a ret per branch and nothing hoisted, 1.060x
  * with a ret per branch and the arithmetic hoisted to the kernel's start.
  *
- * What changes for a probe: lanes that branch to the end leave through
- * their own exit site, so in warp mode a warp whose lanes leave by both
- * paths runs an exit probe once per path (twice), as it would have if
- * nvcc had kept the source's two returns apart. The splicer therefore
- * splits exits only for unguarded exit probes (probe/exit), not for
- * probe/exit/warp0 and /block0, which promise one run per block.
+ * What this changes for a probe: nothing, in either mode. Lanes that
+ * branch to the end leave through an exit site of their own; per thread,
+ * each lane still runs the probe once, and in warp mode lane 0 runs it
+ * at whichever exit it takes (codegen/ptx/ptx_probe.c), so a warp still
+ * runs it once however its lanes leave. Electing the lowest active lane
+ * instead ran it once per exit a warp's lanes took: 9,216 exits counted
+ * for the 8,192 warps of the GPU check's GEMM, whose lane 0 alone writes
+ * a timestamp at the end.
  *
  * Text-level and conservative: only a `.entry` body's top level, only a
  * label whose next statement is an unguarded `ret;`, only `bra` / `bra.uni`

@@ -37,12 +37,13 @@
  * is never computed.
  *
  * Calls come from every thread that reaches the site (divergent sites
- * included); in warp mode the probe function elects the lowest active lane
- * (ptx.h, gpuext_ptx_probe_emit). Sites: entry once per thread, after the
- * kernel's prologue of parameter loads, moves and arithmetic, before its
- * first other instruction or label (ptx_text.c, gx_ptx_entry_may_follow);
- * exit before every ret/exit of the .entry body (predicated ones only when
- * the predicate holds); load/store after every ld.global/ldu.global/st.global (any qualifiers, .v2/.v4/.v8)
+ * included); in warp mode the probe function elects the lowest active lane,
+ * lane 0 at exits (ptx.h, gpuext_ptx_probe_emit). Sites: entry once per
+ * thread, after the kernel's prologue of parameter loads, moves and
+ * arithmetic, before its first other instruction or label (ptx_text.c,
+ * gx_ptx_entry_may_follow); exit before every ret/exit of the .entry body
+ * (predicated ones only when the predicate holds), after every branch to a
+ * shared ret got its own (ptx_exits.c); load/store after every ld.global/ldu.global/st.global (any qualifiers, .v2/.v4/.v8)
  * and every generic ld/st whose address isspacep.global, in the .entry body
  * only: .func bodies (the kernel's callees) are not instrumented.
  *

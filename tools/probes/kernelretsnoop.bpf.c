@@ -2,8 +2,8 @@
 /*
  * kernelretsnoop: when did each block of each kernel finish, and where?
  *
- * At every kernel exit, warp 0 of the block (its leader lane in warp mode,
- * lane 0 in per-thread mode) writes one record to the `exits` ring buffer:
+ * At every kernel exit, warp 0 of the block (its lane 0, in warp and in
+ * per-thread mode) writes one record to the `exits` ring buffer:
  * kernel id, %globaltimer, block index, SM. warp_id is uniform inside a warp,
  * so the submission sits under warp-uniform control as the verifier demands.
  * `gpuext trace kernelretsnoop` prints one line per block as it arrives.

@@ -4,10 +4,10 @@
  *
  * At every kernel exit the probe adds 1 to warp_exits[global warp index];
  * global warp index = linear block index x warps per block + warp id. So:
- *   - in warp mode (the default: the leader lane runs for its warp) each
- *     entry counts the warps that exited there: exactly 1 per warp and launch
- *     when a warp leaves through one exit together, and the sum equals the
- *     warps launched;
+ *   - in warp mode (the default: at an exit, lane 0 runs for its warp, at
+ *     whichever exit it takes) each entry counts the warp's launches:
+ *     exactly 1 per warp and launch however its lanes leave, and the sum
+ *     equals the warps launched;
  *   - with --per-thread every lane runs, each entry counts threads and the
  *     sum equals the threads launched (exactly, whatever the divergence).
  * `gpuext trace threadhist` prints the sum and the distribution of the

@@ -55,9 +55,6 @@ def csv_rows(path):
 
 def c_threadhist(name, log, out, mode):
     """warp: total == warps launched and every warp slot == launches of it;
-    warp+N: one launch whose N warps leave through two exits each (lanes that
-    branch to the kernel's end have an exit of their own: hal/nvidia/ptx_exits.c),
-    so total == warps + N, N slots hold 2 and the others 1;
     thread: total == threads launched."""
     ls = launches(log)
     threads = sum(int(l["threads"]) for l in ls)
@@ -68,16 +65,9 @@ def c_threadhist(name, log, out, mode):
     if mode == "thread":
         return result(name, total == threads,
                       f"threads exited {total}, launched {threads}")
+    # Warp mode: with one launch per kernel, each global warp exits exactly once.
     times = max(int(l["times"]) for l in ls)
     per_warp = set(slots.values())
-    if mode.startswith("warp+"):
-        split = int(mode[5:])
-        twos = sum(1 for v in slots.values() if v == 2)
-        ok = (len(ls) == 1 and times == 1 and total == warps + split and twos == split and
-              per_warp <= {1, 2} and len(slots) == warps)
-        return result(name, ok, f"warp exits {total}, launched {warps} warps, {split} of them split "
-                      f"(expected {warps + split}); {twos} warps counted twice, {len(slots)} warps seen")
-    # Warp mode: with one launch per kernel, each global warp exits exactly once.
     ok = total == warps and (len(ls) > 1 or times > 1 or per_warp == {1})
     return result(name, ok, f"warps exited {total}, launched {warps}; per-warp counts {sorted(per_warp)[:5]}, {len(slots)} warps seen")
 
