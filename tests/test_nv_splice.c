@@ -1074,7 +1074,7 @@ static char *inline_hoisted(const struct gx_probe_body *b, const char *sfx, char
 {
 	static const char *const args[GX_PROBE_NARGS] = { "%k", "%g", "%a", "%v", "%s" };
 	static const unsigned bits[GX_PROBE_NARGS] = { 64, 64, 64, 64, 32 };
-	struct gx_hoist_plan *plan = gx_hoist_plan_make(b);
+	struct gx_hoist_plan *plan = gx_hoist_plan_make(b, false);
 	char *t;
 
 	*h = NULL;

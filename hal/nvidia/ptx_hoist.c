@@ -42,6 +42,7 @@
  * order where each follows what it reads, or not at all.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,7 @@ struct hreg {
 	bool need;		/* written at the start: moved, or a constant a moved line reads */
 	bool done;		/* hoist_order: placed */
 	bool am, lm;		/* from activemask / %lanemask_* (and immediates) alone, see hoist_region */
+	bool ln;		/* from %laneid (and immediates) alone */
 };
 
 struct hline {
@@ -376,16 +378,20 @@ static void hoist_scan_line(struct gx_hoist_plan *h, int li, bool in_asm)
  * registers written once, of activemask and %lanemask_* together, and
  * immediates) lets it go on: one lane of every warp passes it. Not one on
  * activemask alone (a vote: the same for the whole warp), nor on %laneid
- * (laneid < K skips a warp whose active lanes are all >= K).
+ * (laneid < K skips a warp whose active lanes are all >= K). @at_site: the
+ * code moves to the site's own start, not the function's, and a branch on
+ * %laneid alone (an exit's election: lane 0 runs) lets the region go on as
+ * well; what it skips then runs in lanes that leave without lane 0, pure
+ * arithmetic that costs them little and changes nothing.
  */
-static void hoist_region(struct gx_hoist_plan *h)
+static void hoist_region(struct gx_hoist_plan *h, bool at_site)
 {
 	bool region = true;
 
 	for (int li = 0; li < h->nlines; li++) {
 		const char *p = h->lines[li].p, *e = p + h->lines[li].n, *q, *tok, *op;
 		size_t n;
-		bool pure = true, am = false, lm = false, guarded = false, election = false;
+		bool pure = true, am = false, lm = false, ln = false, guarded = false, election = false;
 		int dst = -1;
 
 		if (!region) {
@@ -402,8 +408,9 @@ static void hoist_region(struct gx_hoist_plan *h)
 			if (next_pct(&q, e, &tok, &n)) {
 				int r = hreg_find(h, tok, n, false);
 
-				election = r >= 0 && h->regs[r].defs == 1 && h->regs[r].am &&
-					   h->regs[r].lm;
+				election = r >= 0 && h->regs[r].defs == 1 &&
+					   ((h->regs[r].am && h->regs[r].lm) ||
+					    (at_site && h->regs[r].ln && !h->regs[r].am && !h->regs[r].lm));
 			}
 			while (p < e && *p != ' ' && *p != '\t')
 				p++;
@@ -429,11 +436,15 @@ static void hoist_region(struct gx_hoist_plan *h)
 				dst = r;	/* the first register: what the line writes */
 				continue;
 			}
-			if (r >= 0 && h->regs[r].defs == 1 && (h->regs[r].am || h->regs[r].lm)) {
+			if (r >= 0 && h->regs[r].defs == 1 &&
+			    (h->regs[r].am || h->regs[r].lm || h->regs[r].ln)) {
 				am |= h->regs[r].am;
 				lm |= h->regs[r].lm;
+				ln |= h->regs[r].ln;
 			} else if (r < 0 && starts(tok, tok + n, "%lanemask")) {
 				lm = true;
+			} else if (r < 0 && n == 7 && !memcmp(tok, "%laneid", 7)) {
+				ln = true;
 			} else {
 				pure = false;
 			}
@@ -441,6 +452,7 @@ static void hoist_region(struct gx_hoist_plan *h)
 		if (dst >= 0 && pure && h->regs[dst].defs == 1) {
 			h->regs[dst].am = am;
 			h->regs[dst].lm = lm;
+			h->regs[dst].ln = ln;
 		}
 	}
 }
@@ -598,8 +610,9 @@ static bool hoist_order(struct gx_hoist_plan *h)
 	return todo == 0;
 }
 
-struct gx_hoist_plan *gx_hoist_plan_make(const struct gx_probe_body *b)
+struct gx_hoist_plan *gx_hoist_plan_make(const struct gx_probe_body *b, bool at_site)
 {
+	unsigned live_max = at_site ? UINT_MAX : GX_HOIST_LIVE_MAX;
 	struct gx_hoist_plan *h = calloc(1, sizeof(*h));
 	bool in_asm = false, *keep;
 	int cap = 0;
@@ -656,7 +669,7 @@ struct gx_hoist_plan *gx_hoist_plan_make(const struct gx_probe_body *b)
 		else
 			hoist_scan_line(h, li, in_asm);
 	}
-	hoist_region(h);
+	hoist_region(h, at_site);
 	for (int i = 0; i < h->nregs; i++) {
 		struct hreg *r = &h->regs[i];
 
@@ -680,13 +693,13 @@ struct gx_hoist_plan *gx_hoist_plan_make(const struct gx_probe_body *b)
 	 * with far more than the budget keeps everything at its sites instead.
 	 */
 	live = hoist_live(h);
-	if (live > 8 * GX_HOIST_LIVE_MAX)
+	if (live / 8 > live_max)
 		for (int i = 0; i < h->nregs; i++)
 			h->regs[i].hoist = false;
 	keep = malloc(((size_t)h->nregs + 1) * sizeof(bool));
 	if (!keep)
 		h->oom = true;
-	while (!h->oom && (live = hoist_live(h)) > GX_HOIST_LIVE_MAX) {
+	while (!h->oom && (live = hoist_live(h)) > live_max) {
 		int best = -1, best_moved = -1, least = -1;
 		unsigned best_live = ~0u, least_live = ~0u;
 
@@ -729,7 +742,7 @@ struct gx_hoist_plan *gx_hoist_plan_make(const struct gx_probe_body *b)
 		gx_hoist_plan_free(h);
 		return NULL;
 	}
-	if (!h->oom && (live > GX_HOIST_LIVE_MAX || !hoist_order(h))) {
+	if (!h->oom && (live > live_max || !hoist_order(h))) {
 		for (int i = 0; i < h->nregs; i++)
 			h->regs[i].hoist = h->regs[i].need = false;
 		hoist_live(h);

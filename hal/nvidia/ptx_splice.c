@@ -293,7 +293,7 @@ static void emit_site(struct splicer *s, int ev, bool mem, unsigned size)
 	char regs[GX_PROBE_NARGS][32], sfx[48];
 	const char *args[GX_PROBE_NARGS];
 	char *text, *hoisted;
-	bool hoist;
+	bool hoist, local;
 
 	snprintf(regs[0], sizeof(regs[0]), "%%%s_d", p);
 	snprintf(regs[1], sizeof(regs[1]), "%%%s_c", p);
@@ -358,16 +358,20 @@ static void emit_site(struct splicer *s, int ev, bool mem, unsigned size)
 	 * whole, or every warp would compute at the start what few of them use.
 	 */
 	/*
-	 * Exit sites are not hoisted: with their exits split (ptx_exits.c)
-	 * they share a block with the kernel's last work, where ptxas
-	 * schedules their arithmetic into its load latency (hand-edited
-	 * stencil under threadhist, H100: 1.027x as they are, 1.060x hoisted).
-	 * Guarded sites of any event never were (below).
+	 * What an exit site computes from the thread's place goes to the
+	 * site's own start, before the leader election, not to the function's:
+	 * with the exits split (ptx_exits.c) the site shares a block with the
+	 * kernel's last work, and ptxas schedules that arithmetic into its load
+	 * latency; behind the election's branch it waited for the loads
+	 * (hand-edited stencil under threadhist, H100: 1.027x at the site's
+	 * start, 1.060x at the function's; the shipped splice with it behind
+	 * the election, 1.082x). Guarded exit sites too: the guard comes first.
 	 */
-	hoist = !s->guard[ev] && ev != GX_PROBE_EXIT;
+	local = ev == GX_PROBE_EXIT;
+	hoist = local || !s->guard[ev];
 	hoisted = NULL;
 	if (hoist && !s->plan[ev]) {
-		s->plan[ev] = gx_hoist_plan_make(&s->body[ev]);
+		s->plan[ev] = gx_hoist_plan_make(&s->body[ev], local);
 		if (!s->plan[ev]) {
 			s->out.oom = true;
 			return;
@@ -380,7 +384,7 @@ static void emit_site(struct splicer *s, int ev, bool mem, unsigned size)
 		return;
 	}
 	if (hoisted)
-		oput(&s->hoist, hoisted, strlen(hoisted));
+		oput(local ? &s->out : &s->hoist, hoisted, strlen(hoisted));
 	free(hoisted);
 	/*
 	 * The lanes that enter the site leave it together. A probe branches on

@@ -113,13 +113,16 @@ void gx_probe_body_free(struct gx_probe_body *b);
 /*
  * Hoisting (ptx_hoist.c says what moves and why): a plan made once per
  * probe body; NULL on ENOMEM. GX_HOIST_LIVE_MAX: 32-bit registers a site's
- * moved code may keep live from the function's start.
+ * moved code may keep live from the function's start. @at_site: the code
+ * goes to the site's own start instead (exit sites, ptx_splice.c), where
+ * nothing stays live across the kernel's code (no limit), and a branch on
+ * %laneid alone (an exit's election) does not end what may move.
  */
 #define GX_HOIST_LIVE_MAX 6
 /* Appends @n bytes of @s to the malloc'd text *@o (NUL-terminated); false on ENOMEM. */
 bool gx_text_put(char **o, size_t *len, size_t *cap, const char *s, size_t n);
 struct gx_hoist_plan;
-struct gx_hoist_plan *gx_hoist_plan_make(const struct gx_probe_body *b);
+struct gx_hoist_plan *gx_hoist_plan_make(const struct gx_probe_body *b, bool at_site);
 void gx_hoist_plan_free(struct gx_hoist_plan *plan);
 /* Whether the body's line @line (0-based) moves; whether register @tok is renamed at the site. */
 bool gx_hoist_line_moved(const struct gx_hoist_plan *plan, int line);
