@@ -4,13 +4,19 @@
  * `ret;` gets a `ret;` of its own, and nothing else changes. Hand-written
  * modules with the exact text expected, the cases the pass must leave
  * alone, and (where ptxas is found) every output assembled for sm_90.
- * How the splicer uses it is in tests/test_nv_splice.c.
+ * Then the splicer on an early-return kernel with real warp-mode probes:
+ * a site at each ret, lane 0 elected, the site's place arithmetic at the
+ * site's own start (before the election) and no warp barrier after it.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "gpuext/gpuext.h"
+#include "nvprobe.h"
+#include "ptx/ptx.h"
+#include "ptx_splice.h"
 #include "ptx_text.h"
 #include "testlib.h"
 
@@ -80,9 +86,7 @@ static void expect(const char *what, const char *in, const char *want, unsigned 
 }
 
 /* nvcc's shape: the early return branches to the ret the body falls into. */
-static void test_early_return(void)
-{
-	static const char in[] = HEAD
+static const char early_in[] = HEAD
 		".visible .entry k(\n\t.param .u64 k_p,\n\t.param .u32 k_n\n)\n{\n"
 		"\t.reg .pred \t%p<2>;\n\t.reg .b32 \t%r<3>;\n\t.reg .b64 \t%rd<4>;\n\n"
 		"\tld.param.u64 \t%rd1, [k_p];\n\tld.param.u32 \t%r1, [k_n];\n"
@@ -91,6 +95,9 @@ static void test_early_return(void)
 		"\tcvta.to.global.u64 \t%rd2, %rd1;\n\tmul.wide.s32 \t%rd3, %r2, 4;\n"
 		"\tadd.s64 \t%rd2, %rd2, %rd3;\n\tst.global.u32 \t[%rd2], %r2;\n\n"
 		"$L__BB0_2:\n\tret;\n\n}\n";
+
+static void test_early_return(void)
+{
 	static const char want[] = HEAD
 		".visible .entry k(\n\t.param .u64 k_p,\n\t.param .u32 k_n\n)\n{\n"
 		"\t.reg .pred \t%p<2>;\n\t.reg .b32 \t%r<3>;\n\t.reg .b64 \t%rd<4>;\n\n"
@@ -101,7 +108,7 @@ static void test_early_return(void)
 		"\tadd.s64 \t%rd2, %rd2, %rd3;\n\tst.global.u32 \t[%rd2], %r2;\n\n"
 		"$L__BB0_2:\n\tret;\n\n$__gxr1:\n\tret;\n}\n";
 
-	expect("early return", in, want, 1);
+	expect("early return", early_in, want, 1);
 }
 
 /*
@@ -191,11 +198,123 @@ static void test_left_alone(void)
 	}
 }
 
+static unsigned count(const char *t, const char *s)
+{
+	unsigned n = 0;
+
+	for (const char *p = strstr(t, s); p; p = strstr(p + 1, s))
+		n++;
+	return n;
+}
+
+/*
+ * The early-return kernel spliced with @obj's probes in warp mode: @want_exit
+ * exit sites (one per ret after the split); each exit site reads %laneid
+ * and computes its predicate before the inlined body (hoisted to the site),
+ * the body's first branch is on that predicate, and no warp barrier follows.
+ */
+static void splice_early(const char *bpf, const char *what)
+{
+	GPUEXT_OPTS(gpuext_runtime_opts, ro);
+	struct gpuext_runtime *rt = NULL;
+	struct gpuext_object *obj = NULL;
+	struct gx_splice_stats st;
+	struct gx_pack pk = { 0 };
+	char err[256], *probes = NULL, *out = NULL;
+	size_t plen = 0, olen = 0;
+	uint32_t ev = 0;
+	const char *p;
+	unsigned sites = 0;
+
+	CHECK_EQ_INT(gpuext_runtime__new(&ro, &rt), 0);
+	if (rt)
+		gpuext_object__open_file(rt, bpf, NULL, &obj);
+	CHECK(obj != NULL);
+	if (!obj)
+		goto out;
+	CHECK_EQ_INT(gpuext_ptx_probe_emit(obj, "sm_90", false, &ev, &probes, &plen), 0);
+	CHECK(probes && (ev & (1u << GX_PROBE_EXIT)));
+	if (!probes)
+		goto out;
+	pk.events = ev;
+	pk.ptx = probes;
+	pk.ptx_len = plen;
+	CHECK_EQ_INT(gx_ptx_splice(early_in, strlen(early_in), &pk, &out, &olen, &st, err,
+				   sizeof(err)), 0);
+	if (!out) {
+		fprintf(stderr, "%s: %s\n", what, err);
+		goto out;
+	}
+	CHECK_EQ_INT(st.exits_split, 1);
+	CHECK_EQ_INT(st.exit_sites, 2);
+	CHECK_EQ_INT(count(out, "@%p1 bra \t$__gxr1;"), 1);
+	for (p = strstr(out, "// gpuext: gpuext_probe_exit inlined"); p;
+	     p = strstr(p + 1, "// gpuext: gpuext_probe_exit inlined")) {
+		char lane[64], pred[80], br[80];
+		const char *site_start, *body_end;
+		unsigned n;
+
+		sites++;
+		/* this site's registers: the suffix of the line that reads %laneid before it */
+		for (site_start = p; site_start > out && strncmp(site_start, "\tmov.u64 %gxs_d,", 16);
+		     site_start--)
+			;
+		n = 0;
+		{
+			const char *l = strstr(site_start, ", %laneid;");
+
+			CHECK(l && l < p);
+			if (!l || l > p)
+				break;
+			while (l > site_start && l[-1] != '\t')
+				l--;
+			n = (unsigned)strcspn(l, ",");
+			snprintf(lane, sizeof(lane), "%.*s", (int)n, l);
+		}
+		/* setp on it, before the body; the body branches on that predicate first */
+		snprintf(pred, sizeof(pred), ", %s, 0;", lane);
+		CHECK(strstr(site_start, pred) && strstr(site_start, pred) < p);
+		body_end = strstr(p, "\t}\n");
+		CHECK(body_end != NULL);
+		{
+			const char *sp = strstr(site_start, pred), *q = sp;
+
+			while (q && q > site_start && q[-1] != '\t')
+				q--;
+			/* "setp.ne.b32 \t%gxs_I2_h_p1" -> the predicate's name */
+			q = q ? strchr(q, '%') : NULL;
+			if (q) {
+				snprintf(br, sizeof(br), "@%.*s bra", (int)strcspn(q, ","), q);
+				CHECK(strstr(p, br) && strstr(p, br) < body_end);
+				CHECK(!strstr(p, "%lanemask_lt") || strstr(p, "%lanemask_lt") > body_end);
+			}
+		}
+		/* the ret right after the body: no warp barrier */
+		CHECK(body_end && strstr(body_end, "\tret;") &&
+		      (!strstr(body_end, "bar.warp.sync") ||
+		       strstr(body_end, "bar.warp.sync") > strstr(body_end, "\tret;")));
+	}
+	CHECK_EQ_INT(sites, 2);
+	/* nothing of the exit sites at the function's start */
+	CHECK(!strstr(out, "// gpuext: hoisted from the sites") ||
+	      !strstr(strstr(out, "// gpuext: hoisted from the sites"), "%laneid") ||
+	      strstr(strstr(out, "// gpuext: hoisted from the sites"), "%laneid") >
+	      strstr(out, "ld.param"));
+	assemble(out, what);
+out:
+	free(out);
+	free(probes);
+	gpuext_object__close(obj);
+	gpuext_runtime__free(rt);
+}
+
 int main(void)
 {
 	test_early_return();
 	test_forms();
 	test_left_alone();
+	splice_early(GPUEXT_TEST_BPF_DIR "/probe_all.bpf.o", "probe_all (warp)");
+	splice_early(GPUEXT_TEST_BPF_DIR "/probe_guards.bpf.o", "probe_guards (warp)");
 	if (ptxas[0] && !access(ptxas, X_OK))
 		printf("test_nv_exits: %u outputs assembled with ptxas\n", assembled);
 	else
