@@ -153,6 +153,31 @@ static void test_forms(void)
 	expect("branch forms", in, want, 3);
 }
 
+/*
+ * nvcc -lineinfo: a .loc between the label and its ret; CRLF line ends
+ * (kept on every line it copies); no newline after the last brace.
+ */
+static void test_text_shapes(void)
+{
+	expect(".loc", HEAD
+	       ".visible .entry k()\n{\n\t.reg .pred %p<2>;\n\t.reg .b32 %r<2>;\n"
+	       "\tmov.u32 %r1, %tid.x;\n\tsetp.eq.u32 %p1, %r1, 0;\n\t@%p1 bra $L_r;\n"
+	       "\tadd.u32 %r1, %r1, 1;\n$L_r:\n\t.loc\t1 9 1\n\tret;\n}\n",
+	       HEAD
+	       ".visible .entry k()\n{\n\t.reg .pred %p<2>;\n\t.reg .b32 %r<2>;\n"
+	       "\tmov.u32 %r1, %tid.x;\n\tsetp.eq.u32 %p1, %r1, 0;\n\t@%p1 bra $__gxr1;\n"
+	       "\tadd.u32 %r1, %r1, 1;\n$L_r:\n\t.loc\t1 9 1\n\tret;\n$__gxr1:\n\tret;\n}\n", 1);
+	expect("CRLF, no last newline",
+	       ".version 8.0\r\n.target sm_90\r\n.address_size 64\r\n"
+	       ".visible .entry k()\r\n{\r\n\t.reg .pred %p<2>;\r\n\t.reg .b32 %r<2>;\r\n"
+	       "\tmov.u32 %r1, %tid.x;\r\n\tsetp.eq.u32 %p1, %r1, 0;\r\n\t@%p1 bra $L_r;\r\n"
+	       "\tadd.u32 %r1, %r1, 1;\r\n$L_r:\r\n\tret;\r\n}",
+	       ".version 8.0\r\n.target sm_90\r\n.address_size 64\r\n"
+	       ".visible .entry k()\r\n{\r\n\t.reg .pred %p<2>;\r\n\t.reg .b32 %r<2>;\r\n"
+	       "\tmov.u32 %r1, %tid.x;\r\n\tsetp.eq.u32 %p1, %r1, 0;\r\n\t@%p1 bra $__gxr1;\r\n"
+	       "\tadd.u32 %r1, %r1, 1;\r\n$L_r:\r\n\tret;\r\n$__gxr1:\n\tret;\n}", 1);
+}
+
 /* What the pass must leave as it is. */
 static void test_left_alone(void)
 {
@@ -182,6 +207,17 @@ static void test_left_alone(void)
 	       ".visible .entry k()\n{\n\t.reg .pred %p<2>;\n\t.reg .b32 %r<2>;\n"
 	       "\tmov.u32 %r1, %tid.x;\n\tsetp.eq.u32 %p1, %r1, 0;\n\t@%p1 bra $__gxr1;\n"
 	       "\tadd.u32 %r1, %r1, 1;\n$__gxr1:\n\tret;\n}\n", NULL, 0);
+	/*
+	 * The entry's brace on its header line: that body is not read, and the
+	 * .func after it (whose brace stands alone) is not taken for it.
+	 */
+	expect("brace on the header", HEAD
+	       ".visible .entry k() {\n\t.reg .pred %p<2>;\n\t.reg .b32 %r<2>;\n"
+	       "\tmov.u32 %r1, %tid.x;\n\tsetp.eq.u32 %p1, %r1, 0;\n\t@%p1 bra $L_r;\n"
+	       "\tadd.u32 %r1, %r1, 1;\n$L_r:\n\tret;\n}\n"
+	       ".func f()\n{\n\t.reg .pred %p<2>;\n\t.reg .b32 %r<2>;\n"
+	       "\tmov.u32 %r1, %tid.x;\n\tsetp.eq.u32 %p1, %r1, 0;\n\t@%p1 bra $L_f;\n"
+	       "\tadd.u32 %r1, %r1, 1;\n$L_f:\n\tret;\n}\n", NULL, 0);
 	/* No branch to the ret. */
 	expect("straight", HEAD
 	       ".visible .entry k()\n{\n\t.reg .b32 %r<2>;\n\tmov.u32 %r1, %tid.x;\n"
@@ -196,6 +232,62 @@ static void test_left_alone(void)
 		CHECK_EQ_INT(gx_ptx_split_exits(bad, strlen(bad), &out, &len, &split), 0);
 		CHECK(out == NULL && len == 0 && split == 0);
 	}
+}
+
+/*
+ * The region a plan may move past: the lowest-active-lane election always;
+ * a branch on %laneid alone only at the site (an exit's lane-0 election);
+ * the election OR'ed with a %laneid test never (it can skip whole warps).
+ * @branch is the predicate line and branch; says whether %tid.y moved.
+ */
+static bool tid_moves(const char *branch, bool at_site)
+{
+	static const char *const args[GX_PROBE_NARGS] = { "%k", "%g", "%a", "%v", "%s" };
+	static const unsigned bits[GX_PROBE_NARGS] = { 64, 64, 64, 64, 32 };
+	char src[2048], err[200], *t = NULL, *h = NULL;
+	struct gx_probe_body b;
+	struct gx_hoist_plan *plan;
+	bool moved = false;
+
+	snprintf(src, sizeof(src),
+		 ".func gpuext_probe_exit(\n\t.param .b64 p_0,\n\t.param .b64 p_1,\n"
+		 "\t.param .b64 p_2,\n\t.param .b64 p_3,\n\t.param .b32 p_4\n)\n{\n"
+		 "\t.reg .pred \t%%p<5>;\n\t.reg .b32 \t%%r<12>;\n\t.reg .b64 \t%%rd<4>;\n"
+		 "\tactivemask.b32 \t%%r1;\n\tmov.u32 \t%%r2, %%lanemask_lt;\n"
+		 "\tand.b32 \t%%r3, %%r1, %%r2;\n\tsetp.ne.b32 \t%%p1, %%r3, 0;\n"
+		 "\tmov.u32 \t%%r4, %%laneid;\n\tsetp.gt.u32 \t%%p2, %%r4, 15;\n"
+		 "%s"
+		 "\tmov.u32 \t%%r5, %%tid.y;\n\tmul.wide.u32 \t%%rd1, %%r5, 8;\n"
+		 "\tmov.u64 \t%%rd2, 4096;\n\tadd.s64 \t%%rd3, %%rd2, %%rd1;\n"
+		 "\tred.global.add.u64 \t[%%rd3], 1;\n$L_out:\n\tret;\n}\n", branch);
+	CHECK_EQ_INT(gx_probe_body_parse(src, strlen(src), "gpuext_probe_exit", &b, err, sizeof(err)), 0);
+	if (!b.text)
+		return false;
+	plan = gx_hoist_plan_make(&b, at_site);
+	CHECK(plan != NULL);
+	if (plan)
+		t = gx_probe_body_inline(&b, args, bits, "S", plan, &h);
+	CHECK(t != NULL);
+	moved = h && strstr(h, "%tid.y") && t && !strstr(t, "%tid.y");
+	free(t);
+	free(h);
+	gx_hoist_plan_free(plan);
+	gx_probe_body_free(&b);
+	return moved;
+}
+
+static void test_hoist_region(void)
+{
+	static const char *const election = "\t@%p1 bra \t$L_out;\n";
+	static const char *const lane = "\t@%p2 bra \t$L_out;\n";
+	static const char *const both = "\tor.pred \t%p3, %p1, %p2;\n\t@%p3 bra \t$L_out;\n";
+
+	CHECK(tid_moves(election, false));
+	CHECK(tid_moves(election, true));
+	CHECK(!tid_moves(lane, false));
+	CHECK(tid_moves(lane, true));
+	CHECK(!tid_moves(both, false));
+	CHECK(!tid_moves(both, true));
 }
 
 static unsigned count(const char *t, const char *s)
@@ -312,7 +404,9 @@ int main(void)
 {
 	test_early_return();
 	test_forms();
+	test_text_shapes();
 	test_left_alone();
+	test_hoist_region();
 	splice_early(GPUEXT_TEST_BPF_DIR "/probe_all.bpf.o", "probe_all (warp)");
 	splice_early(GPUEXT_TEST_BPF_DIR "/probe_guards.bpf.o", "probe_guards (warp)");
 	if (ptxas[0] && !access(ptxas, X_OK))

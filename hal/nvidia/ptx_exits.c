@@ -22,10 +22,21 @@
  * runs it once however its lanes leave. Electing the lowest active lane
  * instead ran it once per exit a warp's lanes took: 9,216 exits counted
  * for the 8,192 warps of the GPU check's GEMM, whose lane 0 alone writes
- * a timestamp at the end.
+ * a timestamp at the end. Two things do change: a warp-0 probe that
+ * stamps the time (kernelretsnoop, kerneldur) stamps lane 0's exit, where
+ * the lowest active lane of each exit stamped that exit's; and a warp
+ * whose lane 0 leaves by an `exit` in a device function that has no exit
+ * site (one the kernel filter left out: ptx_splice.c) is not counted,
+ * where its other lanes would have been.
  *
- * Text-level and conservative: only a `.entry` body's top level, only a
- * label whose next statement is an unguarded `ret;`, only `bra` / `bra.uni`
+ * Kernels the kernel filter leaves out are split as well: the text means
+ * the same, and they keep no sites. The new rets come before each body's
+ * closing brace, so the splicer's error messages count lines of the split
+ * text (2 lines more per new ret above the one named).
+ *
+ * Text-level and conservative: only a `.entry` body's top level (its '{'
+ * on a line of its own), only a label whose next statement (past blank
+ * lines, other labels and .loc directives) is an unguarded `ret;`, only `bra` / `bra.uni`
  * lines that name such a label, and nothing at all in a body with a block
  * comment or an unbalanced brace that is not a line of its own. The new labels are
  * "$__gxr<n>", and a module that already has that name is left alone.
@@ -107,6 +118,12 @@ static size_t label_len(const struct xline *l)
 	while (i < l->tn - 1 && ident_char(l->t[i]))
 		i++;
 	return i == l->tn - 1 ? i : 0;
+}
+
+/* A source-line directive (nvcc -lineinfo / -G puts one between a label and its ret). */
+static bool is_loc(const struct xline *l)
+{
+	return l->tn > 5 && !memcmp(l->t, ".loc", 4) && (l->t[4] == ' ' || l->t[4] == '\t');
 }
 
 static bool is_ret(const struct xline *l)
@@ -203,7 +220,7 @@ static unsigned split_body(const struct xline *ls, const struct xfunc *f, unsign
 			depth--;
 		if (depth != 1 || !label_len(l))
 			continue;
-		for (j = i + 1; j < f->close && (!ls[j].tn || label_len(&ls[j])); j++)
+		for (j = i + 1; j < f->close && (!ls[j].tn || label_len(&ls[j]) || is_loc(&ls[j])); j++)
 			;
 		if (j < f->close && is_ret(&ls[j]))
 			retlab[i - f->open - 1] = true;
@@ -304,6 +321,14 @@ int gx_ptx_split_exits(const char *ptx, size_t n, char **out, size_t *out_len, u
 
 		if (memmem(l->t, l->tn, ".entry", 6))
 			pending = true;
+		/*
+		 * The body's '{' is expected on a line of its own (nvcc, NVRTC,
+		 * LLVM); a header that opens it on its own line, or a declaration
+		 * that ends in ';', leaves that .entry alone.
+		 */
+		if (pending && !(l->tn == 1 && l->t[0] == '{') &&
+		    (memchr(l->t, '{', l->tn) || (l->tn && l->t[l->tn - 1] == ';')))
+			pending = false;
 		if (!pending || !(l->tn == 1 && l->t[0] == '{')) {
 			xput(&o, l->p, l->n);
 			if (i + 1 < nl || (l->p + l->n < ptx + n))

@@ -409,7 +409,7 @@ static void hoist_region(struct gx_hoist_plan *h, bool at_site)
 				int r = hreg_find(h, tok, n, false);
 
 				election = r >= 0 && h->regs[r].defs == 1 &&
-					   ((h->regs[r].am && h->regs[r].lm) ||
+					   ((h->regs[r].am && h->regs[r].lm && !h->regs[r].ln) ||
 					    (at_site && h->regs[r].ln && !h->regs[r].am && !h->regs[r].lm));
 			}
 			while (p < e && *p != ' ' && *p != '\t')
@@ -693,7 +693,7 @@ struct gx_hoist_plan *gx_hoist_plan_make(const struct gx_probe_body *b, bool at_
 	 * with far more than the budget keeps everything at its sites instead.
 	 */
 	live = hoist_live(h);
-	if (live / 8 > live_max)
+	if (live_max <= UINT_MAX / 8 && live > 8 * live_max)
 		for (int i = 0; i < h->nregs; i++)
 			h->regs[i].hoist = false;
 	keep = malloc(((size_t)h->nregs + 1) * sizeof(bool));

@@ -1427,7 +1427,8 @@ int gx_ptx_splice(const char *ptx, size_t ptx_len, const struct gx_pack *pack, c
 				       s.sm_end && s.sm < s.need_sm ? s.need_sm : 0);
 	}
 	if (!s.rc && !s.out.oom && !s.stats->instrumented) {
-		/* Nothing matched: the module as it was. */
+		/* Nothing matched: the module as it was (not split either). */
+		local_stats.exits_split = 0;
 		free(s.out.p);
 		memset(&s.out, 0, sizeof(s.out));
 		oput(&s.out, ptx, n);

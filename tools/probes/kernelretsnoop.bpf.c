@@ -10,7 +10,8 @@
  *
  * Why warp 0 only: one record per block is what "when did the block end"
  * needs; every warp would multiply the ring-buffer traffic by warps/block.
- * Warp 0 may finish a little before the block's last warp.
+ * Warp 0 may finish a little before the block's last warp (and the record
+ * is lane 0's exit, where warp 0's lanes leave by several exits).
  */
 #include "probes.h"
 
