@@ -113,6 +113,9 @@ int main(int argc, char **argv)
 	fprintf(stderr, "gpuext-splice: %u kernels, %u instrumented: %u entry, %u exit, %u load, "
 		"%u store sites\n", st.kernels, st.instrumented, st.entry_sites, st.exit_sites,
 		st.load_sites, st.store_sites);
+	if (st.exits_split)
+		fprintf(stderr, "gpuext-splice: %u branches to a kernel's shared ret given a ret (and an "
+			"exit site) of their own (hal/nvidia/ptx_exits.c)\n", st.exits_split);
 	if (st.func_accesses && (pack.events & (1u << GX_PROBE_LOAD | 1u << GX_PROBE_STORE)))
 		fprintf(stderr, "gpuext-splice: %u global loads/stores in device functions (.func) are "
 			"not sites: the kernel filter leaves out some of the module's kernels, which share "
