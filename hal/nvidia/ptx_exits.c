@@ -48,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ptx_splice.h"
 #include "ptx_text.h"
 
 struct xline {
@@ -63,27 +64,11 @@ struct xbuf {
 	bool oom;
 };
 
+/* Appends through the inliner's text buffer (gx_text_put); after a failure, nothing more. */
 static void xput(struct xbuf *b, const char *s, size_t n)
 {
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		char *np;
-
-		while (b->len + n + 1 > cap)
-			cap *= 2;
-		np = realloc(b->p, cap);
-		if (!np) {
-			b->oom = true;
-			return;
-		}
-		b->p = np;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
+	if (!b->oom && !gx_text_put(&b->p, &b->len, &b->cap, s, n))
+		b->oom = true;
 }
 
 static void trim(struct xline *l)
