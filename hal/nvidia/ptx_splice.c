@@ -354,18 +354,18 @@ static void emit_site(struct splicer *s, int ev, bool mem, unsigned size)
 	oprintf(&s->out, "\tmov.u32 %%%s_r0, %u;\n", p, mem ? size : 0);
 	snprintf(sfx, sizeof(sfx), "%s_I%u", p, ++s->site_seq);
 	/*
-	 * A guarded site runs in one warp a block (or one block): its body stays
-	 * whole, or every warp would compute at the start what few of them use.
-	 */
-	/*
-	 * What an exit site computes from the thread's place goes to the
-	 * site's own start, before the leader election, not to the function's:
-	 * with the exits split (ptx_exits.c) the site shares a block with the
+	 * A guarded entry, load or store site runs in one warp a block (or one
+	 * block): its body stays whole, or every warp would compute at the
+	 * function's start what few of them use. What an exit site computes
+	 * from the thread's place goes to the site's own start, before the
+	 * leader election, not to the function's: with the exits split
+	 * (ptx_exits.c) the site shares a block with the
 	 * kernel's last work, and ptxas schedules that arithmetic into its load
 	 * latency; behind the election's branch it waited for the loads
 	 * (hand-edited stencil under threadhist, H100: 1.027x at the site's
 	 * start, 1.060x at the function's; the shipped splice with it behind
-	 * the election, 1.082x). Guarded exit sites too: the guard comes first.
+	 * the election, 1.082x). Guarded exit sites too: their guard comes
+	 * first, so the moved code runs in the guarded warps only.
 	 */
 	local = ev == GX_PROBE_EXIT;
 	hoist = local || !s->guard[ev];
@@ -395,9 +395,10 @@ static void emit_site(struct splicer *s, int ev, bool mem, unsigned size)
 	 * showed memtrace's second site executed twice per warp, its third
 	 * three times, with 16 and 10 lanes on average.
 	 */
-	oprintf(&s->out, "\tactivemask.b32 %%%s_m;\n", p);
+	if (ev != GX_PROBE_EXIT)	/* after an exit site comes the ret: no barrier */
+		oprintf(&s->out, "\tactivemask.b32 %%%s_m;\n", p);
 	oput(&s->out, text, strlen(text));
-	if (ev != GX_PROBE_EXIT)	/* after an exit site comes the ret */
+	if (ev != GX_PROBE_EXIT)
 		oprintf(&s->out, "\tbar.warp.sync %%%s_m;\n", p);
 	free(text);
 	if (s->guard[ev])
