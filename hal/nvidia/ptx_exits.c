@@ -15,7 +15,7 @@
  * predecessors, 1.027x with a ret per branch and nothing hoisted, 1.060x
  * with a ret per branch and the arithmetic hoisted to the kernel's start.
  *
- * What this changes for a probe: nothing, in either mode. Lanes that
+ * How often a probe runs does not change, in either mode. Lanes that
  * branch to the end leave through an exit site of their own; per thread,
  * each lane still runs the probe once, and in warp mode lane 0 runs it
  * at whichever exit it takes (codegen/ptx/ptx_probe.c), so a warp still
@@ -36,10 +36,11 @@
  *
  * Text-level and conservative: only a `.entry` body's top level (its '{'
  * on a line of its own), only a label whose next statement (past blank
- * lines, other labels and .loc directives) is an unguarded `ret;`, only `bra` / `bra.uni`
- * lines that name such a label, and nothing at all in a body with a block
- * comment or an unbalanced brace that is not a line of its own. The new labels are
- * "$__gxr<n>", and a module that already has that name is left alone.
+ * lines, other labels and .loc directives) is an unguarded `ret;`, only
+ * `bra` / `bra.uni` lines that name such a label, and nothing at all in a
+ * body with a block comment or an unbalanced brace that is not a line of
+ * its own. The new labels are "$__gxr<n>", and a module that already has
+ * that name is left alone.
  */
 #include <ctype.h>
 #include <errno.h>
