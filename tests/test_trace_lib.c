@@ -764,6 +764,230 @@ done:
 	gpuext_runtime__free(rt);
 }
 
+/* ---- launchlate's slot ring --------------------------------------------- */
+
+/* A slot ring held here: what the shm copy of `starts` would show. */
+struct fake_ring {
+	struct gx_slot_start rec[2 * 8];	/* 2 rings of 8 */
+	bool busy[2 * 8];			/* get() says "not now" */
+	uint32_t took_ring[64];
+	uint64_t took[64];			/* timer_ns of what take() got, in order */
+	size_t n;
+};
+
+static int fake_get(void *user, uint32_t idx, struct gx_slot_start *rec)
+{
+	struct fake_ring *f = user;
+
+	if (idx >= 16)
+		return -ENOENT;
+	*rec = f->rec[idx];
+	return f->busy[idx] ? -EAGAIN : 0;
+}
+
+static void fake_take(void *user, uint32_t ring, const struct gx_slot_start *rec)
+{
+	struct fake_ring *f = user;
+
+	if (f->n < 64) {
+		f->took_ring[f->n] = ring;
+		f->took[f->n++] = rec->timer_ns;
+	}
+}
+
+/* Writes seq @seq of ring @r as the device does (timer = 1000 x seq + r). */
+static void fake_put(struct fake_ring *f, uint32_t r, uint64_t seq)
+{
+	struct gx_slot_start *x = &f->rec[r * 8 + (seq - 1) % 8];
+
+	x->seq = seq;
+	x->kernel_id = 0x77;
+	x->timer_ns = 1000 * seq + r;
+	x->sm_id = 3;
+	x->check = gx_slot_check(x->seq, x->kernel_id, x->timer_ns, x->sm_id);
+}
+
+/* The reader: claim order, each record once, laps and half-written copies counted. */
+static void test_slots_reader(void)
+{
+	static struct fake_ring f;
+	struct trace_slots s;
+	uint64_t ctr[2] = { 0, 0 };
+
+	CHECK_EQ_INT(trace_slots_init(&s, 2, 6), -EINVAL);	/* not a power of 2 */
+	CHECK_EQ_INT(trace_slots_init(&s, 0, 8), -EINVAL);
+	CHECK_EQ_INT(trace_slots_init(&s, 2, 8), 0);
+	/* Nothing claimed: nothing read, even from slots that hold something. */
+	fake_put(&f, 0, 1);
+	trace_slots_poll(&s, ctr, fake_get, fake_take, &f, false);
+	CHECK_EQ_U64(f.n, 0);
+	/* Ring 0: 1..3 claimed, 3 not written yet; ring 1: 1 written. */
+	fake_put(&f, 0, 2);
+	fake_put(&f, 1, 1);
+	ctr[0] = 3;
+	ctr[1] = 1;
+	trace_slots_poll(&s, ctr, fake_get, fake_take, &f, false);
+	CHECK_EQ_U64(f.n, 3);
+	CHECK_EQ_U64(f.took[0], 1000);
+	CHECK_EQ_U64(f.took[1], 2000);
+	CHECK_EQ_U64(f.took[2], 1001);
+	CHECK_EQ_INT(f.took_ring[2], 1);
+	CHECK_EQ_U64(s.next[0], 3);	/* waits for 3 */
+	/* Seq 3 copied half-written (its check fails): still waited for, not taken. */
+	fake_put(&f, 0, 3);
+	f.rec[2].timer_ns ^= 0x100;
+	trace_slots_poll(&s, ctr, fake_get, fake_take, &f, false);
+	CHECK_EQ_U64(f.n, 3);
+	CHECK_EQ_U64(s.stalls[0], 2);
+	/* The whole copy comes: taken once; a poll with nothing new takes nothing. */
+	fake_put(&f, 0, 3);
+	trace_slots_poll(&s, ctr, fake_get, fake_take, &f, false);
+	trace_slots_poll(&s, ctr, fake_get, fake_take, &f, false);
+	CHECK_EQ_U64(f.n, 4);
+	CHECK_EQ_U64(f.took[3], 3000);
+	CHECK_EQ_U64(s.stalls[0], 0);
+	/* A lap and more: 4..13 claimed, 6..13 still in the slots: 4 and 5 lost. */
+	for (uint64_t q = 4; q <= 13; q++)
+		fake_put(&f, 0, q);
+	ctr[0] = 13;
+	trace_slots_poll(&s, ctr, fake_get, fake_take, &f, false);
+	CHECK_EQ_U64(s.lost, 2);
+	CHECK_EQ_U64(f.n, 12);
+	CHECK_EQ_U64(f.took[4], 6000);
+	CHECK_EQ_U64(f.took[11], 13000);
+	/* 14..22 claimed and written: 14's slot holds 22 now, so 14 goes by the lap rule. */
+	ctr[0] = 22;
+	for (uint64_t q = 15; q <= 22; q++)
+		fake_put(&f, 0, q);
+	trace_slots_poll(&s, ctr, fake_get, fake_take, &f, false);
+	CHECK_EQ_U64(s.lost, 2 + 1);
+	CHECK_EQ_U64(s.next[0], 23);
+	CHECK_EQ_U64(f.took[12], 15000);
+	CHECK_EQ_U64(f.n, 12 + 8);	/* 15..22 */
+	/*
+	 * The counter's copy is older than the slots': 23 and 24 claimed, and
+	 * 24's slot already holds 32 (a later lap): 24 is lost, not waited for.
+	 */
+	fake_put(&f, 0, 23);
+	fake_put(&f, 0, 32);
+	ctr[0] = 24;
+	trace_slots_poll(&s, ctr, fake_get, fake_take, &f, false);
+	CHECK_EQ_U64(s.lost, 3 + 1);
+	CHECK_EQ_U64(s.next[0], 25);
+	CHECK_EQ_U64(f.n, 21);
+	CHECK_EQ_U64(f.took[20], 23000);
+	/* Ring 1: 2 claimed and never readable: waited for TRACE_SLOTS_PATIENCE polls, then counted. */
+	ctr[1] = 3;
+	f.busy[8 + 1] = true;
+	fake_put(&f, 1, 3);
+	for (unsigned i = 0; i < TRACE_SLOTS_PATIENCE; i++)
+		trace_slots_poll(&s, ctr, fake_get, fake_take, &f, false);
+	CHECK_EQ_U64(s.unreadable, 0);
+	CHECK_EQ_U64(s.next[1], 2);
+	trace_slots_poll(&s, ctr, fake_get, fake_take, &f, false);
+	CHECK_EQ_U64(s.unreadable, 1);
+	CHECK_EQ_U64(s.next[1], 4);	/* and 3 taken behind it */
+	CHECK_EQ_U64(f.took[f.n - 1], 3001);
+	/* final: no waiting. */
+	ctr[1] = 4;
+	trace_slots_poll(&s, ctr, fake_get, fake_take, &f, true);
+	CHECK_EQ_U64(s.unreadable, 2);	/* seq 4's slot holds nothing whole */
+	CHECK_EQ_U64(s.taken, f.n);
+	CHECK_EQ_U64(s.taken + s.lost + s.unreadable, 24 + 4);
+	trace_slots_free(&s);
+	CHECK(s.next == NULL);
+}
+
+static void ll_run(struct gpuext_prog *p, uint32_t block_x, uint32_t warp, uint32_t gpu,
+		   uint64_t timer)
+{
+	struct gpuext_probe_ctx c = {
+		.kernel_id = 0x4242, .timer_ns = timer, .grid_dim = { 4, 1, 1 },
+		.block_dim = { 64, 1, 1 }, .block_id = { block_x, 0, 0 },
+		.thread_id = { warp * 32, 0, 0 }, .warp_id = warp, .sm_id = 11 + block_x,
+		.gpu_id = gpu,
+	};
+	GPUEXT_OPTS(gpuext_run_opts, ro, .ctx = &c, .ctx_len = sizeof(c));
+	uint64_t r0 = 1;
+
+	CHECK_EQ_INT(gpuext_prog__run(p, &ro, &r0), 0);
+	CHECK_EQ_U64(r0, 0);
+}
+
+static int obj_get(void *user, uint32_t idx, struct gx_slot_start *rec)
+{
+	return gpuext_map__lookup(gpuext_object__find_map(user, "starts"), &idx, rec);
+}
+
+static uint64_t ll_took[8];
+static size_t ll_n;
+
+static void obj_take(void *user, uint32_t ring, const struct gx_slot_start *rec)
+{
+	(void)user;
+	CHECK_EQ_U64(rec->kernel_id, 0x4242);
+	CHECK_EQ_INT(rec->sm_id, 11);
+	if (ll_n < 8)
+		ll_took[ll_n++] = rec->timer_ns + ring;
+}
+
+/* launchlate's device program in the interpreter, read by the reader. */
+static void test_launchlate_slots(void)
+{
+	struct gpuext_runtime *rt = NULL;
+	struct gpuext_object *obj = NULL;
+	struct gpuext_prog *p;
+	struct gx_slot_start r;
+	struct trace_slots s;
+	uint64_t ctr[GX_LL_GPUS];
+	uint32_t k;
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/launchlate.bpf.o", GPUEXT_TEST_PROBE_DIR);
+	CHECK_EQ_INT(gpuext_runtime__new(NULL, &rt), 0);
+	CHECK_EQ_INT(gpuext_object__open_file(rt, path, NULL, &obj), 0);
+	p = obj ? gpuext_object__find_prog(obj, "launchlate_entry") : NULL;
+	CHECK(p != NULL);
+	if (!p)
+		goto done;
+	/* Only warp 0 of block (0,0,0) writes: 3 launches on GPU 0, 1 on GPU 9 (ring 1). */
+	ll_run(p, 1, 0, 0, 500);
+	ll_run(p, 0, 1, 0, 500);
+	ll_run(p, 0, 0, 0, 1000);
+	ll_run(p, 0, 0, 0, 2000);
+	ll_run(p, 0, 0, 9, 9000);
+	ll_run(p, 0, 0, 0, 3000);
+	for (k = 0; k < GX_LL_GPUS; k++)
+		CHECK_EQ_INT(gpuext_map__lookup(gpuext_object__find_map(obj, "start_seq"), &k,
+						&ctr[k]), 0);
+	CHECK_EQ_U64(ctr[0], 3);
+	CHECK_EQ_U64(ctr[1], 1);
+	CHECK_EQ_U64(ctr[2] + ctr[3] + ctr[4] + ctr[5] + ctr[6] + ctr[7], 0);
+	k = 1;	/* seq 2 of GPU 0 */
+	CHECK_EQ_INT(gpuext_map__lookup(gpuext_object__find_map(obj, "starts"), &k, &r), 0);
+	CHECK_EQ_U64(r.seq, 2);
+	CHECK_EQ_U64(r.timer_ns, 2000);
+	CHECK_EQ_INT(r.check, gx_slot_check(2, 0x4242, 2000, 11));
+	k = GX_LL_SLOTS;	/* GPU 9's first */
+	CHECK_EQ_INT(gpuext_map__lookup(gpuext_object__find_map(obj, "starts"), &k, &r), 0);
+	CHECK_EQ_U64(r.seq, 1);
+	CHECK_EQ_U64(r.timer_ns, 9000);
+	CHECK_EQ_INT(trace_slots_init(&s, GX_LL_GPUS, GX_LL_SLOTS), 0);
+	trace_slots_poll(&s, ctr, obj_get, obj_take, obj, true);
+	CHECK_EQ_U64(s.taken, 4);
+	CHECK_EQ_U64(s.lost + s.unreadable, 0);
+	/* GPU 0's in claim order, then GPU 9's (its ring number added) */
+	CHECK_EQ_U64(ll_n, 4);
+	CHECK_EQ_U64(ll_took[0], 1000);
+	CHECK_EQ_U64(ll_took[1], 2000);
+	CHECK_EQ_U64(ll_took[2], 3000);
+	CHECK_EQ_U64(ll_took[3], 9001);
+	trace_slots_free(&s);
+done:
+	gpuext_object__close(obj);
+	gpuext_runtime__free(rt);
+}
+
 int main(void)
 {
 	test_args();
@@ -776,6 +1000,8 @@ int main(void)
 	test_mem_expand();
 	test_mem_account();
 	test_kerneldur();
+	test_slots_reader();
+	test_launchlate_slots();
 	test_pack();
 	test_pack_records();
 	return test_done("test_trace_lib");

@@ -101,6 +101,9 @@ struct tracer {
 	uint64_t malformed;	/* memtrace records with no first lane (trace_mem_expand) */
 	size_t shown;		/* snoop: records already printed */
 	uint64_t t0_ns;		/* first timestamp seen (snoop lines are relative to it) */
+	struct gpuext_map *slot_ctr, *slot_recs;	/* launchlate: its slot ring (probes.h) */
+	struct trace_slots slots;
+	unsigned drains;
 	bool per_thread;
 	struct trace_kernel *kernels;
 	size_t nkernels;
@@ -150,6 +153,10 @@ static void trace_usage(FILE *f)
 		"(GPUEXT_NV_MIRROR_MS), and after the app's synchronize calls within 1%% of the\n"
 		"app thread's time (GPUEXT_NV_SYNC_SHARE=PCT, 0 = never). For more records at a\n"
 		"higher cost: a larger share, a shorter period, or a ring with more max_entries.\n"
+		"launchlate writes a slot ring instead (tools/probes/probes.h): more than 16384\n"
+		"launches on one GPU between two copies overwrite the oldest starts; those are\n"
+		"counted too, and so are starts never read whole (two processes or contexts on\n"
+		"one GPU write one ring).\n"
 		"\n"
 		"The exit status is the application's (128+N if signal N ended it); 1 or 2 when\n"
 		"gpuext trace itself could not start it.\n"
@@ -429,11 +436,65 @@ static int setup_consumers(struct tracer *t)
 	return 0;
 }
 
-static void drain(struct tracer *t)
+/* launchlate's slot ring: its two maps, checked against probes.h. */
+static int setup_slots(struct tracer *t)
+{
+	t->slot_ctr = gpuext_object__find_map(t->obj, "start_seq");
+	t->slot_recs = gpuext_object__find_map(t->obj, "starts");
+	if (!t->slot_ctr || !t->slot_recs ||
+	    gpuext_map__type(t->slot_ctr) != BPF_MAP_TYPE_ARRAY ||
+	    gpuext_map__type(t->slot_recs) != BPF_MAP_TYPE_ARRAY ||
+	    gpuext_map__value_size(t->slot_ctr) != 8 ||
+	    gpuext_map__max_entries(t->slot_ctr) != GX_LL_GPUS ||
+	    gpuext_map__value_size(t->slot_recs) != sizeof(struct gx_slot_start) ||
+	    gpuext_map__max_entries(t->slot_recs) != GX_LL_GPUS * GX_LL_SLOTS) {
+		fprintf(stderr,
+			"gpuext trace: %s has no slot ring as tools/probes/probes.h defines it (array maps "
+			"'start_seq' of %u u64 and 'starts' of %u x %zu bytes): a launchlate.bpf.o from "
+			"another build?\n",
+			gpuext_object__name(t->obj), GX_LL_GPUS, GX_LL_GPUS * GX_LL_SLOTS,
+			sizeof(struct gx_slot_start));
+		return -EINVAL;
+	}
+	return trace_slots_init(&t->slots, GX_LL_GPUS, GX_LL_SLOTS);
+}
+
+static int slot_get(void *user, uint32_t idx, struct gx_slot_start *rec)
+{
+	return gpuext_map__lookup(((struct tracer *)user)->slot_recs, &idx, rec);
+}
+
+static void slot_take(void *user, uint32_t ring, const struct gx_slot_start *rec)
+{
+	struct tracer *t = user;
+	struct gx_rec_start s = { .kernel_id = rec->kernel_id, .timer_ns = rec->timer_ns,
+				  .sm_id = rec->sm_id, .gpu_id = ring };
+
+	if (vec_push(&t->recs, &s))
+		t->dropped_local++;
+}
+
+static void poll_slots(struct tracer *t, bool final)
+{
+	uint64_t ctr[GX_LL_GPUS];
+
+	for (uint32_t k = 0; k < GX_LL_GPUS; k++)
+		if (gpuext_map__lookup(t->slot_ctr, &k, &ctr[k]))
+			ctr[k] = 0;
+	trace_slots_poll(&t->slots, ctr, slot_get, slot_take, t, final);
+}
+
+/*
+ * Takes what came: ring records every call (5 ms apart), the slot ring
+ * every fourth (the preload copies it every 100 ms), all of it when @final.
+ */
+static void drain(struct tracer *t, bool final)
 {
 	for (int i = 0; i < t->nrb; i++)
 		while (gpuext_ringbuf_consumer__consume(t->rb[i]) > 0)
 			;
+	if (t->slot_recs && (final || t->drains++ % 4 == 0))
+		poll_slots(t, final);
 }
 
 static struct gpuext_map *map_named(struct tracer *t, const char *name)
@@ -633,6 +694,11 @@ static void show_launchlate(struct tracer *t, FILE *f, bool final, FILE *out)
 		nl, t->recs.n, pairs, trace_fmt_ns(trace_hist_quantile(&h, 0.5), a, sizeof(a)),
 		trace_fmt_ns(trace_hist_quantile(&h, 0.99), b, sizeof(b)),
 		trace_fmt_ns(h.max, c, sizeof(c)), neg ? " (some negative: the clocks disagree)" : "");
+	if (t->slots.lost || t->slots.unreadable)
+		fprintf(f, "  %" PRIu64 " first-block starts lost: %" PRIu64 " overwritten before they were read "
+			"(over %u launches on one GPU between two of the preload's copies of the ring), %" PRIu64
+			" never read whole (two processes or contexts on one GPU wrote its ring, or a kernel stopped mid-write)\n",
+			t->slots.lost + t->slots.unreadable, t->slots.lost, GX_LL_SLOTS, t->slots.unreadable);
 	if (neg)
 		fprintf(f, "  %" PRIu64 " pairs had the start before the launch: %%globaltimer and CLOCK_REALTIME differ here\n", neg);
 	if (final && pairs >= 0 && t->recs.n > (size_t)pairs)
@@ -1116,7 +1182,7 @@ int cmd_trace(int argc, char **argv)
 	t.recs.elem = t.kind == T_RETSNOOP ? sizeof(struct gx_rec_exit) :
 		      t.kind == T_LAUNCHLATE ? sizeof(struct gx_rec_start) :
 		      t.kind == T_MEMTRACE ? sizeof(struct gx_rec_mem) : 1;
-	if (setup_consumers(&t))
+	if (setup_consumers(&t) || (t.kind == T_LAUNCHLATE && setup_slots(&t)))
 		goto out;
 
 	fprintf(stderr, "gpuext trace: %s (%s mode%s%s) -> %s; trace dir %s\n",
@@ -1138,7 +1204,7 @@ int cmd_trace(int argc, char **argv)
 		for (;;) {
 			pid_t w = waitpid(pid, &status, WNOHANG);
 
-			drain(&t);
+			drain(&t, false);
 			if (w == pid || (w < 0 && errno != EINTR))
 				break;
 			if (o.interval_ms && now_ms() >= next) {
@@ -1152,7 +1218,7 @@ int cmd_trace(int argc, char **argv)
 	child_pid = 0;
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
-	drain(&t);
+	drain(&t, true);
 	if (t.kind == T_RETSNOOP && o.interval_ms)
 		show(&t, stdout, false, NULL);	/* the lines that came last */
 	printf("=== %s: final report ===\n", t.tool ? t.tool->name : obj_path);
@@ -1182,6 +1248,7 @@ out:
 	else if (t.dir && !o.pack_only)
 		fprintf(stderr, "gpuext trace: trace directory kept: %s\n", t.dir);
 	free(t.recs.v);
+	trace_slots_free(&t.slots);
 	trace_kernels_free(t.kernels, t.nkernels);
 	return ret;
 }

@@ -331,6 +331,71 @@ void trace_hist_print(FILE *f, const struct trace_hist *h, bool ns)
 	}
 }
 
+/* ---- slot rings ------------------------------------------------------------ */
+
+int trace_slots_init(struct trace_slots *s, uint32_t rings, uint32_t slots)
+{
+	memset(s, 0, sizeof(*s));
+	if (!rings || !slots || (slots & (slots - 1)))
+		return -EINVAL;
+	s->next = calloc(rings, sizeof(*s->next));
+	s->stalls = calloc(rings, sizeof(*s->stalls));
+	if (!s->next || !s->stalls) {
+		trace_slots_free(s);
+		return -ENOMEM;
+	}
+	for (uint32_t r = 0; r < rings; r++)
+		s->next[r] = 1;
+	s->rings = rings;
+	s->slots = slots;
+	return 0;
+}
+
+void trace_slots_free(struct trace_slots *s)
+{
+	free(s->next);
+	free(s->stalls);
+	s->next = NULL;
+	s->stalls = NULL;
+	s->rings = 0;
+}
+
+void trace_slots_poll(struct trace_slots *s, const uint64_t *ctr, trace_slot_get_fn get,
+		      trace_slot_take_fn take, void *user, bool final)
+{
+	for (uint32_t r = 0; r < s->rings; r++) {
+		uint64_t *next = &s->next[r];
+
+		/* Seqs up to ctr - slots have had their slot claimed again since. */
+		if (ctr[r] >= s->slots && *next + s->slots <= ctr[r]) {
+			s->lost += ctr[r] - s->slots + 1 - *next;
+			*next = ctr[r] - s->slots + 1;
+			s->stalls[r] = 0;
+		}
+		while (*next <= ctr[r]) {
+			uint32_t idx = r * s->slots + (uint32_t)((*next - 1) & (s->slots - 1));
+			struct gx_slot_start rec;
+			bool whole;
+
+			whole = !get(user, idx, &rec) &&
+				rec.check == gx_slot_check(rec.seq, rec.kernel_id, rec.timer_ns,
+							   rec.sm_id);
+			if (whole && rec.seq == *next) {
+				take(user, r, &rec);
+				s->taken++;
+			} else if (whole && rec.seq > *next) {
+				s->lost++;	/* a later lap's record, written before the poll */
+			} else if (!final && ++s->stalls[r] <= TRACE_SLOTS_PATIENCE) {
+				break;		/* not written yet, or copied half-written: later */
+			} else {
+				s->unreadable++;
+			}
+			s->stalls[r] = 0;
+			(*next)++;
+		}
+	}
+}
+
 /* ---- launch latency --------------------------------------------------------- */
 
 struct ord {

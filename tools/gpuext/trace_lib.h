@@ -65,6 +65,40 @@ const char *trace_fmt_ns(uint64_t ns, char *buf, size_t len);
 /* Prints rows "[lo, hi) count |****|" for the non-empty span, values as durations when @ns. */
 void trace_hist_print(FILE *f, const struct trace_hist *h, bool ns);
 
+/* ---- slot rings (launchlate's starts: probes.h) -------------------------- */
+
+/*
+ * The reader of a slot ring: @rings counters (one per GPU) and @slots records
+ * each. It takes every ring's records in claim order, each once, and counts
+ * what it could not take.
+ */
+struct trace_slots {
+	uint32_t rings;
+	uint32_t slots;		/* per ring, a power of 2 */
+	uint64_t *next;		/* per ring: the seq it waits for (claim number + 1) */
+	uint32_t *stalls;	/* per ring: polls that found next's slot unreadable */
+	uint64_t taken;		/* records handed to take() */
+	uint64_t lost;		/* overwritten by a later lap before a poll read them */
+	uint64_t unreadable;	/* claimed, never seen whole: waited TRACE_SLOTS_PATIENCE polls */
+};
+/* Polls an unreadable record (not written yet, or copied half-written) is waited for. */
+#define TRACE_SLOTS_PATIENCE 50u
+int trace_slots_init(struct trace_slots *s, uint32_t rings, uint32_t slots);
+void trace_slots_free(struct trace_slots *s);
+/* Reads slot @idx (ring r's seq q is idx r x slots + (q - 1) mod slots); 0, or nonzero: not now. */
+typedef int (*trace_slot_get_fn)(void *user, uint32_t idx, struct gx_slot_start *rec);
+typedef void (*trace_slot_take_fn)(void *user, uint32_t ring, const struct gx_slot_start *rec);
+/*
+ * One look: @ctr[r] is how many records ring r's writers claimed (the
+ * counter map). Takes ring r's records from next[r] up to ctr[r] in order,
+ * stopping at the first one not readable yet (a slot whose seq is older or
+ * whose check fails) until it has waited TRACE_SLOTS_PATIENCE polls for it;
+ * skips what a later lap overwrote. @final: the writers are done, so
+ * nothing unreadable is waited for.
+ */
+void trace_slots_poll(struct trace_slots *s, const uint64_t *ctr, trace_slot_get_fn get,
+		      trace_slot_take_fn take, void *user, bool final);
+
 /* ---- launch latency --------------------------------------------------------- */
 
 /*

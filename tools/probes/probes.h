@@ -20,13 +20,44 @@ struct gx_rec_exit {
 	__gx_u32 pad;
 };
 
-/* Ring-buffer record of launchlate: block (0,0,0) warp 0 reached its entry. */
+/* launchlate: block (0,0,0) warp 0 reached its entry (gpuext trace's form of a gx_slot_start). */
 struct gx_rec_start {
 	__gx_u64 kernel_id;
 	__gx_u64 timer_ns;
 	__gx_u32 sm_id;
 	__gx_u32 gpu_id;
 };
+
+/*
+ * launchlate's start records, in a "slot ring": an array map of
+ * GX_LL_GPUS x GX_LL_SLOTS records (GPU g's in [g x GX_LL_SLOTS, ...)) and a
+ * counter per GPU (map `start_seq`). Block (0,0,0) claims the next number
+ * s of its GPU's counter with a returning atomic add and writes record
+ * (seq = s + 1, ...) into slot s mod GX_LL_SLOTS with plain stores: no
+ * fence and no release, which a ring's commit needs (decode step, H100:
+ * 2.4 of launchlate's 3.5 points were that release). `gpuext trace` reads
+ * the records in counter order (trace_slots_poll()): it takes a slot only
+ * when its seq is the one it waits for and its check matches (a copy that
+ * caught the record half-written does not), counts the records a full lap
+ * overwrote before it read them, and those never readable.
+ */
+#define GX_LL_GPUS 8u
+#define GX_LL_SLOTS 16384u	/* per GPU, a power of 2 */
+struct gx_slot_start {
+	__gx_u64 seq;		/* claim number + 1 (0: never written) */
+	__gx_u64 kernel_id;
+	__gx_u64 timer_ns;
+	__gx_u32 sm_id;
+	__gx_u32 check;		/* gx_slot_check(seq, kernel_id, timer_ns, sm_id) */
+};
+
+/* A record's check word: an all-zero slot fails it, a mix of two records passes 1 in 2^32. */
+static inline __gx_u32 gx_slot_check(__gx_u64 seq, __gx_u64 a, __gx_u64 b, __gx_u32 c)
+{
+	__gx_u64 h = seq * 0x9e3779b97f4a7c15ull ^ a ^ b * 0xc2b2ae3d27d4eb4full ^ c;
+
+	return (__gx_u32)(h ^ h >> 32) ^ 0x5eed1a7eu;
+}
 
 /*
  * Ring-buffer record of memtrace: the accesses of one instruction by the lanes
