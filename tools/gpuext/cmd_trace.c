@@ -153,7 +153,7 @@ static void trace_usage(FILE *f)
 		"(GPUEXT_NV_MIRROR_MS), and after the app's synchronize calls within 1%% of the\n"
 		"app thread's time (GPUEXT_NV_SYNC_SHARE=PCT, 0 = never). For more records at a\n"
 		"higher cost: a larger share, a shorter period, or a ring with more max_entries.\n"
-		"launchlate writes a slot ring instead (tools/probes/probes.h): more than 16384\n"
+		"launchlate writes a slot ring instead (tools/probes/probes.h): more than 65536\n"
 		"launches on one GPU between two copies overwrite the oldest starts; those are\n"
 		"counted too, and so are starts never read whole (two processes or contexts on\n"
 		"one GPU write one ring).\n"
@@ -699,6 +699,9 @@ static void show_launchlate(struct tracer *t, FILE *f, bool final, FILE *out)
 			"(over %u launches on one GPU between two of the preload's copies of the ring), %" PRIu64
 			" never read whole (two processes or contexts on one GPU wrote its ring, or a kernel stopped mid-write)\n",
 			t->slots.lost + t->slots.unreadable, t->slots.lost, GX_LL_SLOTS, t->slots.unreadable);
+	if (final && (t->slots.lost || t->slots.unreadable))
+		fprintf(f, "  so the latencies above are NOT reliable: a kernel's n-th start pairs with its n-th "
+			"launch, and a lost start pairs every later start of its kernel with an earlier launch\n");
 	if (neg)
 		fprintf(f, "  %" PRIu64 " pairs had the start before the launch: %%globaltimer and CLOCK_REALTIME differ here\n", neg);
 	if (final && pairs >= 0 && t->recs.n > (size_t)pairs)

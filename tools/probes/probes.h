@@ -42,7 +42,7 @@ struct gx_rec_start {
  * overwrote before it read them, and those never readable.
  */
 #define GX_LL_GPUS 8u
-#define GX_LL_SLOTS 16384u	/* per GPU, a power of 2 */
+#define GX_LL_SLOTS 65536u	/* per GPU, a power of 2: 2 MiB */
 struct gx_slot_start {
 	__gx_u64 seq;		/* claim number + 1 (0: never written) */
 	__gx_u64 kernel_id;
