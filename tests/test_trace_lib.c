@@ -898,6 +898,50 @@ static void test_slots_reader(void)
 	CHECK(s.next == NULL);
 }
 
+/* The reader's give-up rule, and the lap rule where the overwritten slot is not readable. */
+static void test_slots_giveup(void)
+{
+	static struct fake_ring f;
+	struct trace_slots s;
+	uint64_t ctr[2] = { 0, 0 };
+
+	CHECK_EQ_INT(trace_slots_init(&s, 1u << 20, 1u << 13), -EINVAL);	/* idx would wrap */
+	CHECK_EQ_INT(trace_slots_init(&s, 2, 8), 0);
+	CHECK_EQ_INT(s.patience, TRACE_SLOTS_PATIENCE);
+	s.patience = 3;
+	/* Ring 0: 1..3 never readable, 4 whole; all claimed before the wait began. */
+	f.busy[0] = f.busy[1] = f.busy[2] = true;
+	fake_put(&f, 0, 4);
+	ctr[0] = 4;
+	for (int i = 0; i < 3; i++)
+		trace_slots_poll(&s, ctr, fake_get, fake_take, &f, false);
+	CHECK_EQ_U64(s.unreadable, 0);
+	CHECK_EQ_U64(f.n, 0);
+	/* 5 is claimed (and unreadable) after the wait began: it gets a wait of its own. */
+	ctr[0] = 5;
+	f.busy[4] = true;
+	trace_slots_poll(&s, ctr, fake_get, fake_take, &f, false);
+	CHECK_EQ_U64(s.unreadable, 3);	/* 1..3 at once, not one a patience each */
+	CHECK_EQ_U64(f.n, 1);
+	CHECK_EQ_U64(f.took[0], 4000);
+	CHECK_EQ_U64(s.next[0], 5);
+	CHECK_EQ_U64(s.stalls[0], 1);
+	/* Ring 1: 1..2 unreadable, but 12 claimed: the lap rule skips them, no wait. */
+	f.busy[8] = f.busy[9] = true;
+	for (uint64_t q = 5; q <= 12; q++)
+		if (q != 9 && q != 10)
+			fake_put(&f, 1, q);
+	ctr[1] = 12;	/* slots of 9 and 10 (= 1 and 2) still busy: not readable yet */
+	trace_slots_poll(&s, ctr, fake_get, fake_take, &f, false);
+	CHECK_EQ_U64(s.lost, 4);	/* 1..4: their slots were claimed again */
+	CHECK_EQ_U64(s.next[1], 9);	/* 5..8 taken, waits for 9 */
+	CHECK_EQ_U64(s.stalls[1], 1);
+	CHECK_EQ_U64(f.n, 1 + 4);
+	CHECK_EQ_U64(f.took[1], 5001);
+	CHECK_EQ_U64(f.took[4], 8001);
+	trace_slots_free(&s);
+}
+
 static void ll_run(struct gpuext_prog *p, uint32_t block_x, uint32_t warp, uint32_t gpu,
 		   uint64_t timer)
 {
@@ -1001,6 +1045,7 @@ int main(void)
 	test_mem_account();
 	test_kerneldur();
 	test_slots_reader();
+	test_slots_giveup();
 	test_launchlate_slots();
 	test_pack();
 	test_pack_records();

@@ -155,8 +155,8 @@ static void trace_usage(FILE *f)
 		"higher cost: a larger share, a shorter period, or a ring with more max_entries.\n"
 		"launchlate writes a slot ring instead (tools/probes/probes.h): more than 65536\n"
 		"launches on one GPU between two copies overwrite the oldest starts; those are\n"
-		"counted too, and so are starts never read whole (two processes or contexts on\n"
-		"one GPU write one ring).\n"
+		"counted too, and so are starts never read whole (two contexts on one GPU write one\n"
+		"ring). It reads one process's launches right: with several, it says so.\n"
 		"\n"
 		"The exit status is the application's (128+N if signal N ended it); 1 or 2 when\n"
 		"gpuext trace itself could not start it.\n"
@@ -456,7 +456,12 @@ static int setup_slots(struct tracer *t)
 			sizeof(struct gx_slot_start));
 		return -EINVAL;
 	}
-	return trace_slots_init(&t->slots, GX_LL_GPUS, GX_LL_SLOTS);
+	if (trace_slots_init(&t->slots, GX_LL_GPUS, GX_LL_SLOTS))
+		return -ENOMEM;
+	/* Polls come every 20 ms: wait for an unreadable record ten of the preload's copies, >= 1 s. */
+	if (getenv("GPUEXT_NV_MIRROR_MS") && atoi(getenv("GPUEXT_NV_MIRROR_MS")) > 100)
+		t->slots.patience = (uint32_t)atoi(getenv("GPUEXT_NV_MIRROR_MS")) / 2;
+	return 0;
 }
 
 static int slot_get(void *user, uint32_t idx, struct gx_slot_start *rec)
@@ -696,9 +701,16 @@ static void show_launchlate(struct tracer *t, FILE *f, bool final, FILE *out)
 		trace_fmt_ns(h.max, c, sizeof(c)), neg ? " (some negative: the clocks disagree)" : "");
 	if (t->slots.lost || t->slots.unreadable)
 		fprintf(f, "  %" PRIu64 " first-block starts lost: %" PRIu64 " overwritten before they were read "
-			"(over %u launches on one GPU between two of the preload's copies of the ring), %" PRIu64
-			" never read whole (two processes or contexts on one GPU wrote its ring, or a kernel stopped mid-write)\n",
+			"(over %u launches on one GPU between two of the preload's copies of the ring, or this reader fell behind), %" PRIu64
+			" never read whole (two contexts on one GPU, or GPUs 8 apart, wrote one ring, or a kernel stopped mid-write)\n",
 			t->slots.lost + t->slots.unreadable, t->slots.lost, GX_LL_SLOTS, t->slots.unreadable);
+	for (size_t i = 1; i < nl; i++)
+		if (l[i].pid != l[0].pid) {
+			fprintf(f, "  launches came from more than one process (pids %u and %u at least): each process's "
+				"preload copies its own view of the slot ring, so starts of the others can be missing "
+				"uncounted, and the latencies are NOT reliable\n", l[0].pid, l[i].pid);
+			break;
+		}
 	if (final && (t->slots.lost || t->slots.unreadable))
 		fprintf(f, "  so the latencies above are NOT reliable: a kernel's n-th start pairs with its n-th "
 			"launch, and a lost start pairs every later start of its kernel with an earlier launch\n");

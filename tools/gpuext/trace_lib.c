@@ -336,11 +336,13 @@ void trace_hist_print(FILE *f, const struct trace_hist *h, bool ns)
 int trace_slots_init(struct trace_slots *s, uint32_t rings, uint32_t slots)
 {
 	memset(s, 0, sizeof(*s));
-	if (!rings || !slots || (slots & (slots - 1)))
+	if (!rings || !slots || (slots & (slots - 1)) || (uint64_t)rings * slots > UINT32_MAX)
 		return -EINVAL;
 	s->next = calloc(rings, sizeof(*s->next));
+	s->waitfor = calloc(rings, sizeof(*s->waitfor));
+	s->giveup = calloc(rings, sizeof(*s->giveup));
 	s->stalls = calloc(rings, sizeof(*s->stalls));
-	if (!s->next || !s->stalls) {
+	if (!s->next || !s->waitfor || !s->giveup || !s->stalls) {
 		trace_slots_free(s);
 		return -ENOMEM;
 	}
@@ -348,14 +350,17 @@ int trace_slots_init(struct trace_slots *s, uint32_t rings, uint32_t slots)
 		s->next[r] = 1;
 	s->rings = rings;
 	s->slots = slots;
+	s->patience = TRACE_SLOTS_PATIENCE;
 	return 0;
 }
 
 void trace_slots_free(struct trace_slots *s)
 {
 	free(s->next);
+	free(s->waitfor);
+	free(s->giveup);
 	free(s->stalls);
-	s->next = NULL;
+	s->next = s->waitfor = s->giveup = NULL;
 	s->stalls = NULL;
 	s->rings = 0;
 }
@@ -367,7 +372,7 @@ void trace_slots_poll(struct trace_slots *s, const uint64_t *ctr, trace_slot_get
 		uint64_t *next = &s->next[r];
 
 		/* Seqs up to ctr - slots have had their slot claimed again since. */
-		if (ctr[r] >= s->slots && *next + s->slots <= ctr[r]) {
+		if (*next + s->slots <= ctr[r]) {
 			s->lost += ctr[r] - s->slots + 1 - *next;
 			*next = ctr[r] - s->slots + 1;
 			s->stalls[r] = 0;
@@ -385,9 +390,16 @@ void trace_slots_poll(struct trace_slots *s, const uint64_t *ctr, trace_slot_get
 				s->taken++;
 			} else if (whole && rec.seq > *next) {
 				s->lost++;	/* a later lap's record, written before the poll */
-			} else if (!final && ++s->stalls[r] <= TRACE_SLOTS_PATIENCE) {
-				break;		/* not written yet, or copied half-written: later */
+			} else if (final || *next <= s->giveup[r]) {
+				s->unreadable++;
 			} else {
+				/* Not written yet, or copied half-written: wait, from the claims made by now. */
+				if (!s->stalls[r]++)
+					s->waitfor[r] = ctr[r];
+				if (s->stalls[r] <= s->patience)
+					break;
+				/* Waited enough: what was claimed when the wait began goes at once. */
+				s->giveup[r] = s->waitfor[r];
 				s->unreadable++;
 			}
 			s->stalls[r] = 0;

@@ -75,11 +75,14 @@ void trace_hist_print(FILE *f, const struct trace_hist *h, bool ns);
 struct trace_slots {
 	uint32_t rings;
 	uint32_t slots;		/* per ring, a power of 2 */
+	uint32_t patience;	/* polls an unreadable record is waited for (init: TRACE_SLOTS_PATIENCE) */
 	uint64_t *next;		/* per ring: the seq it waits for (claim number + 1) */
+	uint64_t *waitfor;	/* per ring: the counter when the wait for next began */
+	uint64_t *giveup;	/* per ring: seqs up to this one are not waited for again */
 	uint32_t *stalls;	/* per ring: polls that found next's slot unreadable */
 	uint64_t taken;		/* records handed to take() */
 	uint64_t lost;		/* overwritten by a later lap before a poll read them */
-	uint64_t unreadable;	/* claimed, never seen whole: waited TRACE_SLOTS_PATIENCE polls */
+	uint64_t unreadable;	/* claimed, never seen whole in `patience` polls */
 };
 /* Polls an unreadable record (not written yet, or copied half-written) is waited for. */
 #define TRACE_SLOTS_PATIENCE 50u
@@ -92,9 +95,10 @@ typedef void (*trace_slot_take_fn)(void *user, uint32_t ring, const struct gx_sl
  * One look: @ctr[r] is how many records ring r's writers claimed (the
  * counter map). Takes ring r's records from next[r] up to ctr[r] in order,
  * stopping at the first one not readable yet (a slot whose seq is older or
- * whose check fails) until it has waited TRACE_SLOTS_PATIENCE polls for it;
- * skips what a later lap overwrote. @final: the writers are done, so
- * nothing unreadable is waited for.
+ * whose check fails) until it has waited `patience` polls for it; then it
+ * gives up that one and, without waiting again, every unreadable one that
+ * was claimed when the wait began. Skips what a later lap overwrote.
+ * @final: the writers are done, so nothing unreadable is waited for.
  */
 void trace_slots_poll(struct trace_slots *s, const uint64_t *ctr, trace_slot_get_fn get,
 		      trace_slot_take_fn take, void *user, bool final);

@@ -41,7 +41,7 @@ struct gx_rec_start {
  * caught the record half-written does not), counts the records a full lap
  * overwrote before it read them, and those never readable.
  */
-#define GX_LL_GPUS 8u
+#define GX_LL_GPUS 8u	/* rings; GPUs whose ids differ by a multiple of 8 share one */
 #define GX_LL_SLOTS 65536u	/* per GPU, a power of 2: 2 MiB */
 struct gx_slot_start {
 	__gx_u64 seq;		/* claim number + 1 (0: never written) */
