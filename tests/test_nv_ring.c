@@ -3,7 +3,8 @@
  * Device rings of libgpuext-nvprobe.so without a GPU (hal/nvidia/nv_maps.c):
  * how a ring is split into shards, and placing and draining one through a
  * fake driver in this process: merged copies, the tidy kernel's table, the
- * fallback by calls, failures half-way, records committed during a copy.
+ * fallback by calls, failures half-way, records committed during a copy;
+ * and two processes' mirrors of one array map.
  * Split from tests/test_nv_preload.c, which tests the rest of the library.
  */
 #include <errno.h>
@@ -27,7 +28,7 @@
  * checks that the space it frees is already zero on the device, a DtoH can
  * fail, and one DtoH can read its range backwards with the device
  * committing a record half-way (as a copy engine may interleave with a
- * kernel).
+ * kernel). The same fake also runs two processes' array mirrors.
  */
 static struct {
 	struct nv_dmap *m;
@@ -636,8 +637,162 @@ static void test_ring_drain(void)
 	fk_t = NULL;
 }
 
+/* ------------------------------------------------------------------ */
+/* Array maps: two processes' mirrors into one shm map                  */
+/* ------------------------------------------------------------------ */
+
+static CUcontext fk_cur;
+
+static CUresult fk_push(CUcontext c)
+{
+	fk_cur = c;
+	return 0;
+}
+
+static CUresult fk_pop(CUcontext *c)
+{
+	*c = fk_cur;
+	fk_cur = NULL;
+	return 0;
+}
+
+/* Contexts are the addresses 0x100 + ordinal. */
+static CUresult fk_getdev(CUdevice *d)
+{
+	*d = (CUdevice)((uintptr_t)fk_cur - 0x100);
+	return 0;
+}
+
+static CUresult fk_attr(int *v, int attr, CUdevice d)
+{
+	(void)attr, (void)d;
+	*v = 9;
+	return 0;
+}
+
+static CUresult fk_stream(CUstream *st, unsigned flags)
+{
+	(void)flags;
+	*st = (CUstream)(uintptr_t)0x55;
+	return 0;
+}
+
+/*
+ * Each process's mirror adds only what its own contexts changed: counters
+ * from two processes add up, a value only one process writes (a slot of
+ * launchlate's ring in its GPU's region) is its value, whatever the other
+ * process's mirror does, and a value gpuext trace wrote meanwhile stays.
+ * (Before, each mirror wrote its attach-time copy plus its own change over
+ * the whole map, and the last one to copy won.)
+ */
+static void test_array_two_processes(void)
+{
+	GPUEXT_OPTS(gpuext_runtime_opts, ro, .publish_maps = true);
+	GPUEXT_OPTS(gpuext_map_def, ad, .name = "twoproc", .type = BPF_MAP_TYPE_ARRAY,
+		    .key_size = 4, .value_size = 8, .max_entries = 4);
+	static struct nv_maps mm1, mm2;
+	struct nv_api cu = { 0 };
+	struct gpuext_runtime *rt = NULL;
+	struct gpuext_map *arr = NULL;
+	struct gx_pack pack;
+	struct nv_ctx *x1, *x2;
+	uint64_t *d1, *d2, v[4];
+	char err[256] = "";
+
+	cu.MemAlloc = fk_alloc;
+	cu.MemHostAlloc = fk_host_alloc;
+	cu.MemcpyHtoDAsync = fk_htod;
+	cu.MemcpyDtoHAsync = fk_dtoh;
+	cu.StreamSynchronize = fk_sync;
+	cu.CtxPushCurrent = fk_push;
+	cu.CtxPopCurrent = fk_pop;
+	cu.CtxGetDevice = fk_getdev;
+	cu.DeviceGetAttribute = fk_attr;
+	cu.StreamCreate = fk_stream;
+	fk.m = NULL;
+	CHECK_EQ_INT(gpuext_runtime__new(&ro, &rt), 0);
+	CHECK_EQ_INT(gpuext_map__create(rt, &ad, &arr), 0);
+	if (!arr)
+		goto out;
+	memset(&pack, 0, sizeof(pack));
+	pack.map_cnt = 1;
+	nv_test_pack_map(&pack.maps[0], arr, 1);
+	for (uint32_t k = 0; k < 4; k++) {
+		v[0] = k == 0 ? 7 : 0;
+		CHECK_EQ_INT(gpuext_map__update(arr, &k, &v[0], BPF_ANY), 0);
+	}
+	/* Process 1 on GPU 0, process 2 on GPU 1: both upload 7 into entry 0. */
+	CHECK_EQ_INT(nv_maps__init(&mm1, &pack, &cu, err, sizeof(err)), 0);
+	CHECK_EQ_INT(nv_maps__init(&mm2, &pack, &cu, err, sizeof(err)), 0);
+	x1 = nv_maps__ctx(&mm1, (CUcontext)(uintptr_t)0x100);
+	x2 = nv_maps__ctx(&mm2, (CUcontext)(uintptr_t)0x101);
+	CHECK(x1 && x2 && !x1->broken && !x2->broken);
+	if (!x1 || !x2 || x1->broken || x2->broken)
+		goto done;
+	d1 = (uint64_t *)(uintptr_t)x1->m[0].dptr;
+	d2 = (uint64_t *)(uintptr_t)x2->m[0].dptr;
+	CHECK_EQ_U64(d1[0], 7);
+	CHECK_EQ_U64(d2[0], 7);
+	/* The devices count into entry 0, and each writes an entry of its own. */
+	d1[0] += 5;
+	d1[1] = 100;
+	d2[0] += 3;
+	d2[2] = 200;
+	nv_maps__mirror(&mm1);
+	nv_maps__mirror(&mm2);
+	for (uint32_t k = 0; k < 4; k++)
+		CHECK_EQ_INT(gpuext_map__lookup(arr, &k, &v[k]), 0);
+	CHECK_EQ_U64(v[0], 7 + 5 + 3);
+	CHECK_EQ_U64(v[1], 100);	/* process 2's mirror left it */
+	CHECK_EQ_U64(v[2], 200);
+	CHECK_EQ_U64(v[3], 0);
+	/* gpuext trace writes entry 3; mirrors with nothing new change nothing. */
+	{
+		uint32_t k = 3;
+
+		v[3] = 9;
+		CHECK_EQ_INT(gpuext_map__update(arr, &k, &v[3], BPF_ANY), 0);
+	}
+	nv_maps__mirror(&mm2);
+	nv_maps__mirror(&mm1);
+	nv_maps__mirror(&mm2);
+	/* Process 1 overwrites its own entry: the shm holds its new value exactly. */
+	d1[1] = 77;
+	nv_maps__mirror(&mm1);
+	for (uint32_t k = 0; k < 4; k++)
+		CHECK_EQ_INT(gpuext_map__lookup(arr, &k, &v[k]), 0);
+	CHECK_EQ_U64(v[0], 15);
+	CHECK_EQ_U64(v[1], 77);
+	CHECK_EQ_U64(v[2], 200);
+	CHECK_EQ_U64(v[3], 9);
+	/* A context set up later starts from what the shm holds then. */
+	{
+		struct nv_ctx *x3 = nv_maps__ctx(&mm1, (CUcontext)(uintptr_t)0x102);
+
+		CHECK(x3 && !x3->broken);
+		if (x3 && !x3->broken) {
+			uint64_t *d3 = (uint64_t *)(uintptr_t)x3->m[0].dptr;
+
+			CHECK_EQ_U64(d3[0], 15);
+			CHECK_EQ_U64(d3[3], 9);
+			d3[0] += 1;
+			nv_maps__mirror(&mm1);
+			CHECK_EQ_INT(gpuext_map__lookup(arr, &(uint32_t){ 0 }, &v[0]), 0);
+			CHECK_EQ_U64(v[0], 16);
+		}
+	}
+done:
+	for (uint32_t i = 0; i < GX_PACK_MAX_MAPS; i++) {
+		nv_shm_close(&mm1.shm[i]);
+		nv_shm_close(&mm2.shm[i]);
+	}
+out:
+	gpuext_runtime__free(rt);
+}
+
 int main(void)
 {
 	test_ring_drain();
+	test_array_two_processes();
 	return test_done("test_nv_ring");
 }

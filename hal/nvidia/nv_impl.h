@@ -205,9 +205,10 @@ int nv_ring_drain(const struct nv_api *cu, CUstream st, struct nv_dmap *m, struc
  * Adds (@now - @base) into @acc lane by lane: values are @value_size bytes
  * every @stride bytes, summed as 8/4/2/1-byte little-endian lanes (the
  * widest dividing value_size), wrapping. @src_slots values per key are
- * folded into @dst_slots (slot s adds into s % dst_slots). The sum of
- * deltas over GPUs is exact for counters; with one GPU the result is the
- * device's value whatever it holds.
+ * folded into @dst_slots (slot s adds into s % dst_slots); a value equal
+ * in @now and @base adds nothing and is not read lane by lane. The sum of
+ * deltas over GPUs is exact for counters; where one GPU alone changes a
+ * value, the result is its value whatever it holds.
  */
 void nv_fold_values(uint8_t *acc, uint32_t dst_slots, const uint8_t *now, const uint8_t *base,
 		    uint32_t src_slots, uint32_t entries, uint32_t value_size, uint32_t stride);
@@ -227,6 +228,7 @@ struct nv_dmap {
 	uint64_t ring_drops;		/* ring: device drops (all shards) at the last drain */
 	uint8_t *init;			/* array, hash: the image uploaded */
 	uint8_t *last;			/* array, hash: last snapshot; kept after the context dies */
+	uint8_t *pub;			/* array: the snapshot whose change the shm values hold */
 	bool have_last;
 };
 
@@ -265,8 +267,6 @@ struct nv_maps {
 	const struct nv_api *cu;
 	const struct gx_pack *pack;
 	struct nv_shm shm[GX_PACK_MAX_MAPS];
-	uint8_t *shm_init[GX_PACK_MAX_MAPS];	/* arrays: shm values at attach */
-	uint8_t *fold[GX_PACK_MAX_MAPS];	/* arrays: scratch for the sum */
 	bool placed[GX_PACK_MAX_MAPS];		/* false: not on the device (type) */
 	pthread_mutex_t lock;
 	struct nv_ctx *ctxs;

@@ -4,13 +4,18 @@
  * shared-memory maps that `gpuext trace` created and reads while the app runs.
  *
  *   array, percpu_array  device memory (cuMemAlloc), uploaded from the shm
- *                        map's values at setup (percpu: zeros), copied back
- *                        every interval on our own non-blocking stream into
- *                        pinned staging. The shm value is the attach-time
- *                        value plus the sum over contexts of (device - upload):
- *                        counters add up over GPUs; with one GPU it is the
- *                        device's value exactly. Per-GPU slots (pack nr_slots,
- *                        e.g. per SM) fold into the shm map's slots (s mod n).
+ *                        map's values when the context is set up (percpu:
+ *                        zeros), copied back every interval on our own
+ *                        non-blocking stream into pinned staging. What each
+ *                        context changed since its last copy (now - then) is
+ *                        added into the shm values in place, under the map's
+ *                        lock: counters add up over GPUs, contexts and
+ *                        processes (each process adds only its own change),
+ *                        a value `gpuext trace` wrote meanwhile stays, and a
+ *                        value one context alone writes is its value exactly
+ *                        (launchlate's slot ring, a region per GPU, relies on
+ *                        that). Per-GPU slots (pack nr_slots, e.g. per SM)
+ *                        fold into the shm map's slots (s mod n).
  *   ringbuf              headers and data in device memory (cuMemAlloc),
  *                        split into per-SM shards (codegen/ptx/ptx.h): the
  *                        device reserves by a device-scope CAS on its shard's
@@ -887,6 +892,8 @@ void nv_fold_values(uint8_t *acc, uint32_t dst_slots, const uint8_t *now, const 
 			size_t so = ((size_t)k * src_slots + s) * stride;
 			size_t d = ((size_t)k * dst_slots + s % dst_slots) * stride;
 
+			if (!memcmp(now + so, base + so, value_size))
+				continue;
 			for (uint32_t b = 0; b < value_size; b += lane) {
 				uint64_t a = 0, x = 0, y = 0;
 
@@ -965,18 +972,7 @@ int nv_maps__init(struct nv_maps *mm, const struct gx_pack *pack, const struct n
 		e = nv_shm_open(s, pm, err, err_len);
 		if (e)
 			break;
-		if (is_array(pm->type)) {
-			size_t n = nv_shm_values_size(s);
-
-			mm->shm_init[i] = malloc(n ? n : 1);
-			mm->fold[i] = malloc(n ? n : 1);
-			if (!mm->shm_init[i] || !mm->fold[i]) {
-				e = -ENOMEM;
-				break;
-			}
-			nv_shm_read_values(s, mm->shm_init[i]);
-			mm->placed[i] = true;
-		} else if (pm->type == BPF_MAP_TYPE_RINGBUF || is_hash(pm->type)) {
+		if (is_array(pm->type) || pm->type == BPF_MAP_TYPE_RINGBUF || is_hash(pm->type)) {
 			mm->placed[i] = true;
 		} else {
 			fprintf(stderr, "gpuext-nvprobe: map '%s' is a %s map: not placed on the "
@@ -986,12 +982,8 @@ int nv_maps__init(struct nv_maps *mm, const struct gx_pack *pack, const struct n
 		}
 	}
 	if (e) {
-		for (uint32_t i = 0; i < GX_PACK_MAX_MAPS; i++) {
+		for (uint32_t i = 0; i < GX_PACK_MAX_MAPS; i++)
 			nv_shm_close(&mm->shm[i]);
-			free(mm->shm_init[i]);
-			free(mm->fold[i]);
-			mm->shm_init[i] = mm->fold[i] = NULL;
-		}
 	}
 	return e;
 }
@@ -1037,12 +1029,15 @@ static int ctx_setup(struct nv_maps *mm, struct nv_ctx *x)
 			}
 			m->init = calloc(1, m->bytes ? m->bytes : 1);
 			m->last = malloc(m->bytes ? m->bytes : 1);
-			if (!m->init || !m->last)
+			m->pub = malloc(m->bytes ? m->bytes : 1);
+			if (!m->init || !m->last || !m->pub)
 				return -ENOMEM;
-			/* A plain array starts from what the shm map holds; per-GPU slots from 0. */
-			if (pm->type == BPF_MAP_TYPE_ARRAY && s->nr_slots == 1)
-				memcpy(m->init, mm->shm_init[i], m->bytes);
+			/* A plain array starts from what the shm map holds now; per-GPU slots from 0. */
+			if (pm->type == BPF_MAP_TYPE_ARRAY && s->nr_slots == 1 &&
+			    nv_shm_values_size(s) == m->bytes)
+				nv_shm_read_values(s, m->init);
 			memcpy(m->last, m->init, m->bytes);
+			memcpy(m->pub, m->init, m->bytes);
 			r = cu->MemAlloc(&m->dptr, m->bytes ? m->bytes : 8);
 			if (r == CUDA_SUCCESS)
 				r = cu->MemHostAlloc(&m->host, m->bytes ? m->bytes : 8, 0);
@@ -1226,19 +1221,27 @@ static void publish(struct nv_maps *mm)
 		if (!mm->placed[i])
 			continue;
 		if (is_array(pm->type)) {
+			struct gpuext_shm_hdr *h = s->base;
 			bool any = false;
 
-			memcpy(mm->fold[i], mm->shm_init[i], nv_shm_values_size(s));
+			for (struct nv_ctx *x = mm->ctxs; x && !any; x = x->next)
+				any = !x->broken && x->m[i].have_last &&
+				      memcmp(x->m[i].last, x->m[i].pub, x->m[i].bytes);
+			if (!any)
+				continue;
+			/* Each context's change since its last publication, added in place. */
+			gpuext_shm_lock(h);
+			gpuext_shm_write_begin(h);
 			for (struct nv_ctx *x = mm->ctxs; x; x = x->next) {
 				if (x->broken || !x->m[i].have_last)
 					continue;
-				nv_fold_values(mm->fold[i], s->nr_slots, x->m[i].last, x->m[i].init,
+				nv_fold_values(s->values, s->nr_slots, x->m[i].last, x->m[i].pub,
 					       dev_slots(pm), pm->max_entries, pm->value_size,
 					       s->stride);
-				any = true;
+				memcpy(x->m[i].pub, x->m[i].last, x->m[i].bytes);
 			}
-			if (any)
-				nv_shm_write_values(s, mm->fold[i]);
+			gpuext_shm_write_end(h);
+			gpuext_shm_unlock(h);
 		} else if (is_hash(pm->type)) {
 			bool any = false;
 

@@ -155,8 +155,8 @@ static void trace_usage(FILE *f)
 		"higher cost: a larger share, a shorter period, or a ring with more max_entries.\n"
 		"launchlate writes a slot ring instead (tools/probes/probes.h): more than 65536\n"
 		"launches on one GPU between two copies overwrite the oldest starts; those are\n"
-		"counted too, and so are starts never read whole (two contexts on one GPU write one\n"
-		"ring). It reads one process's launches right: with several, it says so.\n"
+		"counted too, and so are starts never read whole (two contexts or processes on one\n"
+		"GPU write one ring; several processes on several GPUs are fine).\n"
 		"\n"
 		"The exit status is the application's (128+N if signal N ended it); 1 or 2 when\n"
 		"gpuext trace itself could not start it.\n"
@@ -702,15 +702,25 @@ static void show_launchlate(struct tracer *t, FILE *f, bool final, FILE *out)
 	if (t->slots.lost || t->slots.unreadable)
 		fprintf(f, "  %" PRIu64 " first-block starts lost: %" PRIu64 " overwritten before they were read "
 			"(over %u launches on one GPU between two of the preload's copies of the ring, or this reader fell behind), %" PRIu64
-			" never read whole (two contexts on one GPU, or GPUs 8 apart, wrote one ring, or a kernel stopped mid-write)\n",
+			" never read whole (two contexts or processes on one GPU, or GPUs 8 apart, wrote one ring, or a kernel stopped mid-write)\n",
 			t->slots.lost + t->slots.unreadable, t->slots.lost, GX_LL_SLOTS, t->slots.unreadable);
-	for (size_t i = 1; i < nl; i++)
-		if (l[i].pid != l[0].pid) {
-			fprintf(f, "  launches came from more than one process (pids %u and %u at least): each process's "
-				"preload copies its own view of the slot ring, so starts of the others can be missing "
-				"uncounted, and the latencies are NOT reliable\n", l[0].pid, l[i].pid);
-			break;
+	{
+		/* Two processes on one GPU claim the same numbers in its ring. */
+		uint32_t first[GX_LL_GPUS] = { 0 };
+
+		for (size_t i = 0; i < nl; i++) {
+			uint32_t g = l[i].gpu % GX_LL_GPUS;
+
+			if (!first[g]) {
+				first[g] = l[i].pid;
+			} else if (first[g] != l[i].pid) {
+				fprintf(f, "  processes %u and %u both launched on GPU %u: they write one slot ring, "
+					"so their starts overwrite each other (counted as never read whole)\n",
+					first[g], l[i].pid, l[i].gpu);
+				break;
+			}
 		}
+	}
 	if (final && (t->slots.lost || t->slots.unreadable))
 		fprintf(f, "  so the latencies above are NOT reliable: a kernel's n-th start pairs with its n-th "
 			"launch, and a lost start pairs every later start of its kernel with an earlier launch\n");
