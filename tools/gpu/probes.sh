@@ -235,6 +235,11 @@ traced th_bigconst threadhist --interval 0 --out "$logs/th_bigconst.csv" -- "$ap
   check threadhist th_bigconst "$logs/th_bigconst.log" "$logs/th_bigconst.csv" warp
 [ -f "$logs/th_bigconst.log" ] && said th_bigconst_said "$logs/th_bigconst.log" \
   "leaves no room in the 64 KiB constant bank" "the probes' table left the full constant bank"
+# Two processes at once on one GPU: each one's mirror adds its own change into the shared
+# array (before the twelfth session the last one to copy won and the total was one app's).
+traced th_twoproc threadhist --per-thread --interval 0 --out "$logs/th_twoproc.csv" -- \
+    sh -c "\"$apps/vecadd\" 1048576 & \"$apps/vecadd\" 65536; wait" &&
+  check threadhist th_twoproc_perthread "$logs/th_twoproc.log" "$logs/th_twoproc.csv" thread
 
 say "memtrace: recorded addresses == the apps' access pattern, exactly"
 traced mt_vecadd memtrace --interval 0 --out "$logs/mt_vecadd.txt" -- "$apps/vecadd" 4096 &&
