@@ -267,6 +267,7 @@ struct nv_maps {
 	const struct nv_api *cu;
 	const struct gx_pack *pack;
 	struct nv_shm shm[GX_PACK_MAX_MAPS];
+	uint8_t *shm_init[GX_PACK_MAX_MAPS];	/* arrays: shm values at attach, what contexts upload */
 	bool placed[GX_PACK_MAX_MAPS];		/* false: not on the device (type) */
 	pthread_mutex_t lock;
 	struct nv_ctx *ctxs;

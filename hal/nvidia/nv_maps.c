@@ -4,8 +4,11 @@
  * shared-memory maps that `gpuext trace` created and reads while the app runs.
  *
  *   array, percpu_array  device memory (cuMemAlloc), uploaded from the shm
- *                        map's values when the context is set up (percpu:
- *                        zeros), copied back every interval on our own
+ *                        map's values as this process found them at attach
+ *                        (percpu: zeros; not the values now, which hold other
+ *                        contexts' state, e.g. kerneldur's pending launch,
+ *                        that a new GPU must not fold as its own), copied
+ *                        back every interval on our own
  *                        non-blocking stream into pinned staging. What each
  *                        context changed since its last copy (now - then) is
  *                        added into the shm values in place, under the map's
@@ -972,7 +975,17 @@ int nv_maps__init(struct nv_maps *mm, const struct gx_pack *pack, const struct n
 		e = nv_shm_open(s, pm, err, err_len);
 		if (e)
 			break;
-		if (is_array(pm->type) || pm->type == BPF_MAP_TYPE_RINGBUF || is_hash(pm->type)) {
+		if (is_array(pm->type)) {
+			size_t n = nv_shm_values_size(s);
+
+			mm->shm_init[i] = malloc(n ? n : 1);
+			if (!mm->shm_init[i]) {
+				e = -ENOMEM;
+				break;
+			}
+			nv_shm_read_values(s, mm->shm_init[i]);
+			mm->placed[i] = true;
+		} else if (pm->type == BPF_MAP_TYPE_RINGBUF || is_hash(pm->type)) {
 			mm->placed[i] = true;
 		} else {
 			fprintf(stderr, "gpuext-nvprobe: map '%s' is a %s map: not placed on the "
@@ -982,8 +995,11 @@ int nv_maps__init(struct nv_maps *mm, const struct gx_pack *pack, const struct n
 		}
 	}
 	if (e) {
-		for (uint32_t i = 0; i < GX_PACK_MAX_MAPS; i++)
+		for (uint32_t i = 0; i < GX_PACK_MAX_MAPS; i++) {
 			nv_shm_close(&mm->shm[i]);
+			free(mm->shm_init[i]);
+			mm->shm_init[i] = NULL;
+		}
 	}
 	return e;
 }
@@ -1032,10 +1048,9 @@ static int ctx_setup(struct nv_maps *mm, struct nv_ctx *x)
 			m->pub = malloc(m->bytes ? m->bytes : 1);
 			if (!m->init || !m->last || !m->pub)
 				return -ENOMEM;
-			/* A plain array starts from what the shm map holds now; per-GPU slots from 0. */
-			if (pm->type == BPF_MAP_TYPE_ARRAY && s->nr_slots == 1 &&
-			    nv_shm_values_size(s) == m->bytes)
-				nv_shm_read_values(s, m->init);
+			/* A plain array starts from what the shm map held at attach; per-GPU slots from 0. */
+			if (pm->type == BPF_MAP_TYPE_ARRAY && s->nr_slots == 1)
+				memcpy(m->init, mm->shm_init[i], m->bytes);
 			memcpy(m->last, m->init, m->bytes);
 			memcpy(m->pub, m->init, m->bytes);
 			r = cu->MemAlloc(&m->dptr, m->bytes ? m->bytes : 8);
