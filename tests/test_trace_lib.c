@@ -144,6 +144,27 @@ static void test_launches(void)
 	CHECK_EQ_INT(lat[4], -10);	/* clocks that disagree show as negative */
 	CHECK_EQ_INT(trace_match_launches(l, 5, NULL, 0, lat), 0);
 	CHECK(lat[0] == INT64_MIN);
+	{
+		/*
+		 * One kernel on GPUs 0 and 9 (ring 1), GPU 0's queue deeper: each
+		 * launch pairs on its own GPU, not with the other GPU's earlier start.
+		 * A launch with no GPU known pairs with nothing.
+		 */
+		struct gx_launch_rec m[3] = {
+			{ .host_ns = 1000, .kernel_id = 0xD, .gpu = 0 },
+			{ .host_ns = 1100, .kernel_id = 0xD, .gpu = 9 },
+			{ .host_ns = 1200, .kernel_id = 0xD, .gpu = UINT32_MAX },
+		};
+		struct gx_rec_start t[2] = {
+			{ .kernel_id = 0xD, .timer_ns = 1150, .gpu_id = 1 },
+			{ .kernel_id = 0xD, .timer_ns = 5000, .gpu_id = 0 },
+		};
+
+		CHECK_EQ_INT(trace_match_launches(m, 3, t, 2, lat), 2);
+		CHECK_EQ_INT(lat[0], 4000);
+		CHECK_EQ_INT(lat[1], 50);
+		CHECK(lat[2] == INT64_MIN);
+	}
 }
 
 /* Launches moved onto their GPU's clock by the preload library's calibration. */
@@ -158,7 +179,7 @@ static void test_launch_clocks(void)
 	struct gx_rec_start s[3] = {
 		{ .kernel_id = 0xA, .timer_ns = 1000000 - 65700 + 4000 },
 		{ .kernel_id = 0xA, .timer_ns = 2000000 - 65700 + 9000 },
-		{ .kernel_id = 0xB, .timer_ns = 3000000 + 300 },
+		{ .kernel_id = 0xB, .timer_ns = 3000000 + 300, .gpu_id = 1 },
 	};
 	char tmp[] = "/tmp/gpuext-clk-XXXXXX", path[256];
 	struct trace_clock *clk = NULL, one;

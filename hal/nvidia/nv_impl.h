@@ -228,7 +228,8 @@ struct nv_dmap {
 	uint64_t ring_drops;		/* ring: device drops (all shards) at the last drain */
 	uint8_t *init;			/* array, hash: the image uploaded */
 	uint8_t *last;			/* array, hash: last snapshot; kept after the context dies */
-	uint8_t *pub;			/* array: the snapshot whose change the shm values hold */
+	uint8_t *pub;			/* array: the snapshot whose change the shm values hold (init's
+					 * memory: the upload at first) */
 	bool have_last;
 };
 

@@ -1045,14 +1045,14 @@ static int ctx_setup(struct nv_maps *mm, struct nv_ctx *x)
 			}
 			m->init = calloc(1, m->bytes ? m->bytes : 1);
 			m->last = malloc(m->bytes ? m->bytes : 1);
-			m->pub = malloc(m->bytes ? m->bytes : 1);
-			if (!m->init || !m->last || !m->pub)
+			if (!m->init || !m->last)
 				return -ENOMEM;
 			/* A plain array starts from what the shm map held at attach; per-GPU slots from 0. */
 			if (pm->type == BPF_MAP_TYPE_ARRAY && s->nr_slots == 1)
 				memcpy(m->init, mm->shm_init[i], m->bytes);
 			memcpy(m->last, m->init, m->bytes);
-			memcpy(m->pub, m->init, m->bytes);
+			/* Published so far: the upload. It is init's memory, not read again after setup. */
+			m->pub = m->init;
 			r = cu->MemAlloc(&m->dptr, m->bytes ? m->bytes : 8);
 			if (r == CUDA_SUCCESS)
 				r = cu->MemHostAlloc(&m->host, m->bytes ? m->bytes : 8, 0);

@@ -156,7 +156,7 @@ static void trace_usage(FILE *f)
 		"launchlate writes a slot ring instead (tools/probes/probes.h): more than 65536\n"
 		"launches on one GPU between two copies overwrite the oldest starts; those are\n"
 		"counted too, and so are starts never read whole (two contexts or processes on one\n"
-		"GPU write one ring; several processes on several GPUs are fine).\n"
+		"GPU, as each process numbers its GPUs, write one ring; several GPUs are fine).\n"
 		"\n"
 		"The exit status is the application's (128+N if signal N ended it); 1 or 2 when\n"
 		"gpuext trace itself could not start it.\n"
@@ -711,6 +711,8 @@ static void show_launchlate(struct tracer *t, FILE *f, bool final, FILE *out)
 		for (size_t i = 0; i < nl; i++) {
 			uint32_t g = l[i].gpu % GX_LL_GPUS;
 
+			if (l[i].gpu == UINT32_MAX)
+				continue;	/* no GPU known: no maps, no starts */
 			if (!first[g]) {
 				first[g] = l[i].pid;
 			} else if (first[g] != l[i].pid) {

@@ -412,6 +412,7 @@ void trace_slots_poll(struct trace_slots *s, const uint64_t *ctr, trace_slot_get
 
 struct ord {
 	uint64_t key;	/* kernel */
+	uint32_t gpu;	/* the start's ring: GPU ordinal mod GX_LL_GPUS */
 	uint64_t time;	/* launch: host ns; start: device ns */
 	size_t idx;
 };
@@ -422,6 +423,8 @@ static int ord_cmp(const void *a, const void *b)
 
 	if (x->key != y->key)
 		return x->key < y->key ? -1 : 1;
+	if (x->gpu != y->gpu)
+		return x->gpu < y->gpu ? -1 : 1;
 	if (x->time != y->time)
 		return x->time < y->time ? -1 : 1;
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
@@ -525,22 +528,30 @@ long trace_match_launches_clk(const struct gx_launch_rec *l, size_t nl,
 		return -ENOMEM;
 	}
 	for (size_t k = 0; k < nl; k++) {
-		lo[k] = (struct ord){ l[k].kernel_id, l[k].host_ns, k };
+		uint32_t g = l[k].gpu == UINT32_MAX ? UINT32_MAX : l[k].gpu % GX_LL_GPUS;
+
+		lo[k] = (struct ord){ l[k].kernel_id, g, l[k].host_ns, k };
 		lat[k] = INT64_MIN;
 	}
 	for (size_t k = 0; k < ns; k++)
-		so[k] = (struct ord){ s[k].kernel_id, s[k].timer_ns, k };
+		so[k] = (struct ord){ s[k].kernel_id, s[k].gpu_id % GX_LL_GPUS, s[k].timer_ns, k };
 	/*
-	 * Sorted by (kernel, time): the n-th launch of a kernel pairs with its n-th start
-	 * in time, first in first out, as one stream's queue runs. Records arrive out of
-	 * order (ring buffer, several processes), so arrival order would pair wrongly.
+	 * Sorted by (kernel, GPU, time): the n-th launch of a kernel on a GPU pairs with
+	 * its n-th start there in time, first in first out, as one stream's queue runs.
+	 * Records arrive out of order (several GPUs, several processes), so arrival order
+	 * would pair wrongly, and so would one order over all GPUs when one GPU's queue is
+	 * deeper. A launch whose GPU the preload could not tell (NV_NO_GPU, all ones: a
+	 * context it holds no maps for, whose kernels write no starts) pairs with none.
 	 */
 	qsort(lo, nl, sizeof(*lo), ord_cmp);
 	qsort(so, ns, sizeof(*so), ord_cmp);
 	while (i < nl && j < ns) {
-		if (lo[i].key < so[j].key) {
+		int c = ord_cmp(&(struct ord){ lo[i].key, lo[i].gpu, 0, 0 },
+				&(struct ord){ so[j].key, so[j].gpu, 0, 0 });
+
+		if (c < 0) {
 			i++;
-		} else if (lo[i].key > so[j].key) {
+		} else if (c > 0) {
 			j++;
 		} else {
 			const struct gx_launch_rec *L = &l[lo[i].idx];
