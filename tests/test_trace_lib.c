@@ -641,20 +641,26 @@ static void test_pack_records(void)
 	gpuext_runtime__free(rt);
 }
 
-/* One probe run in the reference interpreter, as on a GPU lane. */
-static void kdur_run(struct gpuext_prog *p, uint32_t block_x, uint32_t warp, uint32_t lane,
-		     uint64_t timer)
+/* One probe run in the reference interpreter, as on a lane of GPU `gpu`. */
+static void kdur_run_gpu(struct gpuext_prog *p, uint32_t gpu, uint32_t block_x, uint32_t warp,
+			 uint32_t lane, uint64_t timer)
 {
 	struct gpuext_probe_ctx c = {
 		.kernel_id = 69, .timer_ns = timer, .grid_dim = { 64, 1, 1 }, .block_dim = { 64, 1, 1 },
 		.block_id = { block_x, 0, 0 }, .thread_id = { warp * 32 + lane, 0, 0 },
-		.lane_id = lane, .warp_id = warp,
+		.lane_id = lane, .warp_id = warp, .gpu_id = gpu,
 	};
 	GPUEXT_OPTS(gpuext_run_opts, ro, .ctx = &c, .ctx_len = sizeof(c));
 	uint64_t r0 = 1;
 
 	CHECK_EQ_INT(gpuext_prog__run(p, &ro, &r0), 0);
 	CHECK_EQ_U64(r0, 0);
+}
+
+static void kdur_run(struct gpuext_prog *p, uint32_t block_x, uint32_t warp, uint32_t lane,
+		     uint64_t timer)
+{
+	kdur_run_gpu(p, 0, block_x, warp, lane, timer);
 }
 
 static uint64_t kdur_hist(struct gpuext_object *obj, uint32_t bucket)
@@ -736,7 +742,7 @@ static void test_kerneldur(void)
 	CHECK_EQ_U64(s.runs, 2);
 	CHECK_EQ_U64(s.unfinished, 1);
 	CHECK_EQ_U64(s.kernel_id, 69);
-	/* Two GPUs as the mirror adds them: 700 + 900 ns from two pending launches. */
+	/* Two processes that share GPU 0's entries, as the mirror adds them: 700 + 900 ns. */
 	sum = s;
 	sum.pending = 2;
 	sum.start_ns = 30000 + 50000;
@@ -780,6 +786,32 @@ static void test_kerneldur(void)
 	CHECK_EQ_INT(gpuext_map__lookup(gpuext_object__find_map(obj, "state"), &slot, &s), 0);
 	CHECK_EQ_U64(s.runs, 4);
 	CHECK_EQ_U64(s.unfinished, 2);
+	/*
+	 * GPU 1 runs the same kernel meanwhile: its launches have entries of their own
+	 * (GX_KDUR_KSLOTS further on), so neither GPU folds or stamps the other's. GPU 9
+	 * shares GPU 1's (ids 8 apart).
+	 */
+	{
+		uint32_t slot1 = GX_KDUR_KSLOTS + slot;
+		struct gx_kdur_state s1;
+
+		kdur_run_gpu(in, 1, 0, 0, 0, 100000);	/* GPU 1, launch A */
+		kdur_run_gpu(out, 1, 0, 0, 0, 101000);
+		kdur_run_gpu(out, 0, 5, 0, 0, 101500);	/* GPU 0's launch 7 ends later */
+		kdur_run_gpu(in, 9, 0, 0, 0, 102000);	/* GPU 9 = GPU 1's entries: folds A */
+		CHECK_EQ_INT(gpuext_map__lookup(gpuext_object__find_map(obj, "state"), &slot1, &s1), 0);
+		CHECK_EQ_U64(s1.runs, 1);
+		CHECK_EQ_U64(s1.total_ns, 1000);	/* not 1500: GPU 0's end is not GPU 1's */
+		CHECK_EQ_U64(s1.unfinished, 0);
+		CHECK_EQ_U64(s1.start_ns, 102000);
+		CHECK_EQ_U64(s1.pending, 1);
+		CHECK_EQ_INT(gpuext_map__lookup(gpuext_object__find_map(obj, "state"), &slot, &s), 0);
+		CHECK_EQ_U64(s.start_ns, 50000);	/* GPU 0's launch 7, untouched by GPU 1's */
+		CHECK_EQ_U64(s.end[5].ns, 101500);
+		CHECK_EQ_U64(s.runs, 4);
+		CHECK_EQ_U64(trace_kdur_pending(&s, &total), 1);
+		CHECK_EQ_U64(total, 51500);
+	}
 done:
 	gpuext_object__close(obj);
 	gpuext_runtime__free(rt);

@@ -800,42 +800,57 @@ static void show_kerneldur(struct tracer *t, FILE *f, bool final, FILE *out)
 {
 	uint64_t b[GX_KDUR_BUCKETS], unfinished = 0;
 	struct gpuext_map *sm = map_named(t, "state");
-	struct gx_kdur_state *s;
+	struct gx_kdur_state *s, e;
 	uint64_t runs[GX_KDUR_KSLOTS], total[GX_KDUR_KSLOTS], max[GX_KDUR_KSLOTS];
+	bool shared[GX_KDUR_KSLOTS];
 	struct trace_hist h = { 0 };
 	char a[32], c[32], nb[64];
 
 	if (read_u64_array(t, "hist", b, GX_KDUR_BUCKETS) || !sm ||
-	    gpuext_map__value_size(sm) != sizeof(struct gx_kdur_state)) {
-		fprintf(f, "kerneldur: maps hist/state not found\n");
+	    gpuext_map__value_size(sm) != sizeof(struct gx_kdur_state) ||
+	    gpuext_map__max_entries(sm) != GX_KDUR_GPUS * GX_KDUR_KSLOTS) {
+		fprintf(f, "kerneldur: maps hist/state not found (or not %u x %u states)\n",
+			GX_KDUR_GPUS, GX_KDUR_KSLOTS);
 		return;
 	}
-	s = calloc(GX_KDUR_KSLOTS, sizeof(*s));	/* 20 KiB */
+	s = calloc(GX_KDUR_KSLOTS, sizeof(*s));	/* 20 KiB: a kernel id per slot */
 	if (!s) {
 		fprintf(f, "kerneldur: out of memory\n");
 		return;
 	}
 	trace_hist_add_buckets(&h, b, GX_KDUR_BUCKETS);
-	/* The device folded every launch but each kernel's last: that one is folded here. */
+	/*
+	 * The device folded every launch but each kernel's last on each GPU: that one is
+	 * folded here. A slot's numbers are the sum over GPUs, its maximum the largest.
+	 */
 	for (uint32_t k = 0; k < GX_KDUR_KSLOTS; k++) {
-		uint64_t n, sum;
-
 		runs[k] = total[k] = max[k] = 0;
-		if (gpuext_map__lookup(sm, &k, &s[k]))
-			continue;
-		runs[k] = s[k].runs;
-		total[k] = s[k].total_ns;
-		max[k] = s[k].max_ns;
-		unfinished += s[k].unfinished;
-		n = trace_kdur_pending(&s[k], &sum);
-		for (uint64_t i = 0; i < n; i++)
-			trace_hist_add(&h, sum / n);
-		runs[k] += n;
-		total[k] += sum;
-		if (n && sum / n > max[k])
-			max[k] = sum / n;
-		/* Every GPU that ran the slot's kernel wrote its id: the mirror added them up. */
-		s[k].kernel_id = trace_kdur_kernel_id(&s[k], k, t->kernels, t->nkernels);
+		shared[k] = false;
+		for (uint32_t g = 0; g < GX_KDUR_GPUS; g++) {
+			uint32_t key = g * GX_KDUR_KSLOTS + k;
+			uint64_t n, sum, m;
+
+			if (gpuext_map__lookup(sm, &key, &e) || (!e.runs && !e.pending && !e.unfinished))
+				continue;
+			runs[k] += e.runs;
+			total[k] += e.total_ns;
+			m = e.max_ns;
+			unfinished += e.unfinished;
+			n = trace_kdur_pending(&e, &sum);
+			for (uint64_t i = 0; i < n; i++)
+				trace_hist_add(&h, sum / n);
+			runs[k] += n;
+			total[k] += sum;
+			if (n && sum / n > m)
+				m = sum / n;
+			if (m > max[k])
+				max[k] = m;
+			/* Processes that share a GPU id add their entries: their kernel ids too. */
+			if (e.pending > 1)
+				shared[k] = true;
+			if (!s[k].kernel_id || e.pending <= 1)
+				s[k].kernel_id = trace_kdur_kernel_id(&e, k, t->kernels, t->nkernels);
+		}
 	}
 	fprintf(f, "kerneldur: %" PRIu64 " kernel runs timed; p50 < %s, p99 < %s", h.n,
 		trace_fmt_ns(trace_hist_quantile(&h, 0.5), a, sizeof(a)),
@@ -856,11 +871,11 @@ static void show_kerneldur(struct tracer *t, FILE *f, bool final, FILE *out)
 		if (!runs[k])
 			continue;
 		if (final)
-			/* with several GPUs the mirror adds their maxima: an upper bound */
+			/* processes sharing a GPU id add their maxima: an upper bound */
 			fprintf(f, "  %-40.40s %8" PRIu64 " %12s %s%s\n",
 				kname(t, s[k].kernel_id, nb, sizeof(nb)), runs[k],
 				trace_fmt_ns(total[k] / runs[k], a, sizeof(a)),
-				s[k].pending > 1 ? "<= " : "", trace_fmt_ns(max[k], c, sizeof(c)));
+				shared[k] ? "<= " : "", trace_fmt_ns(max[k], c, sizeof(c)));
 		if (out)
 			fprintf(out, "%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
 				kname(t, s[k].kernel_id, nb, sizeof(nb)), runs[k], total[k], max[k]);

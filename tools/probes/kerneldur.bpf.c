@@ -2,7 +2,7 @@
 /*
  * kerneldur: a log2 histogram of kernel durations, measured on the device.
  *
- * Per kernel (a slot chosen by the kernel id): block (0,0,0), which the
+ * Per GPU and kernel (a slot chosen by the kernel id): block (0,0,0), which the
  * hardware dispatches first, stamps the start at its entry; at every block's
  * exit, warp 0 raises end[%ctaid.x mod GX_KDUR_GROUPS] to %globaltimer with
  * gpuext_atomic_max(), which nothing waits for. The duration of a launch is
@@ -24,6 +24,9 @@
  * counts from its earlier ones, or in `unfinished`. Launches of one kernel that overlap in
  * time (several streams) are cut at the next start: a launch with no block
  * end before it counts in `unfinished`. Kernels whose ids share a slot mix.
+ * Each GPU times its own launches (state[] has GX_KDUR_GPUS x GX_KDUR_KSLOTS
+ * entries), so two GPUs running one kernel never fold each other's; processes
+ * that share a GPU id (one GPU each, each seeing it as GPU 0) share entries.
  *
  * Why not exact on the device: the last block can know it is last only from
  * a returning atomic, and waiting for one at every block's exit cost the
@@ -49,15 +52,20 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, GX_KDUR_KSLOTS);
+	__uint(max_entries, GX_KDUR_GPUS * GX_KDUR_KSLOTS);
 	__type(key, __u32);
 	__type(value, struct gx_kdur_state);
 } state SEC(".maps");
 
+static __always_inline __u32 kdur_key(const struct gpuext_probe_ctx *ctx)
+{
+	return ctx->gpu_id % GX_KDUR_GPUS * GX_KDUR_KSLOTS + ctx->kernel_id % GX_KDUR_KSLOTS;
+}
+
 SEC("probe/entry/first")
 int kerneldur_entry(struct gpuext_probe_ctx *ctx)
 {
-	__u32 key = ctx->kernel_id % GX_KDUR_KSLOTS;
+	__u32 key = kdur_key(ctx);
 	__u64 now = ctx->timer_ns, end = 0, dur, *b;
 	struct gx_kdur_state *s;
 
@@ -108,7 +116,7 @@ int kerneldur_entry(struct gpuext_probe_ctx *ctx)
 SEC("probe/exit/warp0")
 int kerneldur_exit(struct gpuext_probe_ctx *ctx)
 {
-	__u32 key = ctx->kernel_id % GX_KDUR_KSLOTS;
+	__u32 key = kdur_key(ctx);
 	struct gx_kdur_state *s;
 
 	if (ctx->warp_id != 0)

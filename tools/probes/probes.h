@@ -89,6 +89,12 @@ struct gx_rec_mem {
 /* kerneldur: log2 buckets of kernel durations in ns; slot per kernel hash. */
 #define GX_KDUR_BUCKETS 64
 #define GX_KDUR_KSLOTS 64
+/*
+ * kerneldur's state[] is GX_KDUR_GPUS x GX_KDUR_KSLOTS entries: GPU g's kernel
+ * slots in [g x GX_KDUR_KSLOTS, ...), so one context writes each (GPUs whose
+ * ids differ by a multiple of 8 share one, as launchlate's rings).
+ */
+#define GX_KDUR_GPUS 8u
 /* kerneldur: block exits raise one of this many end times per kernel slot (%ctaid.x mod). */
 #ifndef GX_KDUR_GROUPS
 #define GX_KDUR_GROUPS 8
@@ -99,11 +105,12 @@ struct gx_kdur_end {
 	__gx_u64 pad[3];
 };
 /*
- * kerneldur state[] entry per kernel slot. The launch in flight is "pending"
- * (start_ns, end[]) until the next launch of the slot folds it into runs,
- * total_ns, max_ns and the histogram; `gpuext trace` folds the last one
- * (trace_kdur_pending()). The host's mirror adds the values of every GPU, so
- * pending counts the GPUs with a pending launch.
+ * kerneldur state[] entry per GPU and kernel slot. The launch in flight is
+ * "pending" (start_ns, end[]) until the next launch of the slot folds it into
+ * runs, total_ns, max_ns and the histogram; `gpuext trace` folds the last one
+ * (trace_kdur_pending()). Each GPU has its own entries, so the host's mirror
+ * (which adds what each context changed) shows each GPU's values as written;
+ * only processes sharing a GPU id add theirs up, and then pending counts them.
  */
 struct gx_kdur_state {
 	__gx_u64 pending;	/* 1: start_ns and end[] belong to a launch not folded yet */
