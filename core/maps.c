@@ -605,6 +605,7 @@ static int hash_update_locked(struct gpuext_map *map, const void *key, const voi
 	h->free_head = e->next;
 	e->hash = hash;
 	e->in_use = 1;
+	e->refs = 0;
 	memcpy(elem_key(map, e), key, map->key_size);
 	memcpy(elem_value(map, e), value, map->value_size);
 	b = hash & (h->nr_buckets - 1);

@@ -109,7 +109,11 @@ struct gpuext_shm_elem {
 	uint32_t lru_next;
 	uint32_t hash;
 	uint32_t in_use;
-	uint32_t pad;
+	/*
+	 * Hash maps mirrored from NVIDIA devices (hal/nvidia/nv_shm.c): how many
+	 * device contexts' published tables hold the key. 0 for a key written here.
+	 */
+	uint32_t refs;
 };
 
 /*

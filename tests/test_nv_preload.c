@@ -284,7 +284,10 @@ static void test_shm_hash(void)
 	CHECK_EQ_INT(gpuext_ptx_hash_layout(8, 256, 100000, &nb2, &bs2, &bytes2), -E2BIG);
 	CHECK_EQ_INT(nv_hash_layout(8, 8, 0, &nb, &bs, &bytes), -EINVAL);
 
-	/* An entry from before is gone after a round; a key seen twice adds up. */
+	/*
+	 * Applied in place: the owner's entry stays, a key two contexts hold adds
+	 * up (and counts both), a full map drops (counted).
+	 */
 	key[0] = 99;
 	v = 5;
 	CHECK_EQ_INT(gpuext_map__update(h, key, &v, BPF_ANY), 0);
@@ -293,30 +296,53 @@ static void test_shm_hash(void)
 	nv_shm_hash_begin(&s);
 	key[0] = 1;
 	v = 10;
-	CHECK_EQ_INT(nv_shm_hash_add(&s, key, &v), 0);
+	CHECK_EQ_INT(nv_shm_hash_apply(&s, key, NULL, &v, 1), 0);
 	v = 32;
-	CHECK_EQ_INT(nv_shm_hash_add(&s, key, &v), 0);
+	CHECK_EQ_INT(nv_shm_hash_apply(&s, key, &v, &v, 1), 0);
 	key[0] = 2;
-	CHECK_EQ_INT(nv_shm_hash_add(&s, key, &v), 0);
+	CHECK_EQ_INT(nv_shm_hash_apply(&s, key, NULL, &v, 1), 0);
 	key[0] = 3;
-	CHECK_EQ_INT(nv_shm_hash_add(&s, key, &v), 0);
-	key[0] = 4;
-	CHECK_EQ_INT(nv_shm_hash_add(&s, key, &v), -E2BIG);
+	CHECK_EQ_INT(nv_shm_hash_apply(&s, key, NULL, &v, 1), -E2BIG);
 	nv_shm_hash_end(&s);
 	CHECK_EQ_INT(s.host_drops, 1);
 	key[0] = 99;
-	CHECK_EQ_INT(gpuext_map__lookup(h, key, &v), -ENOENT);
+	CHECK_EQ_INT(gpuext_map__lookup(h, key, &v), 0);
+	CHECK_EQ_INT(v, 5);
 	key[0] = 1;
 	CHECK_EQ_INT(gpuext_map__lookup(h, key, &v), 0);
 	CHECK_EQ_INT(v, 42);
 	key[0] = 3;
+	CHECK_EQ_INT(gpuext_map__lookup(h, key, &v), -ENOENT);
+	/* Deleted in one context: its value comes back out; gone when the other deletes it too. */
+	nv_shm_hash_begin(&s);
+	key[0] = 1;
+	v = (uint32_t)-10;
+	CHECK_EQ_INT(nv_shm_hash_apply(&s, key, &v, NULL, -1), 0);
+	nv_shm_hash_end(&s);
 	CHECK_EQ_INT(gpuext_map__lookup(h, key, &v), 0);
+	CHECK_EQ_INT(v, 32);
+	nv_shm_hash_begin(&s);
+	v = (uint32_t)-32;
+	CHECK_EQ_INT(nv_shm_hash_apply(&s, key, &v, NULL, -1), 0);
+	/* a deletion of a key the map does not hold inserts nothing */
+	key[0] = 3;
+	CHECK_EQ_INT(nv_shm_hash_apply(&s, key, &v, NULL, -1), 0);
+	nv_shm_hash_end(&s);
+	key[0] = 1;
+	CHECK_EQ_INT(gpuext_map__lookup(h, key, &v), -ENOENT);
+	key[0] = 3;
+	CHECK_EQ_INT(gpuext_map__lookup(h, key, &v), -ENOENT);
+	CHECK_EQ_INT(gpuext_map__lookup(h, (uint32_t[3]){ 2, 2, 3 }, &v), 0);
 	CHECK_EQ_INT(v, 32);
 	/* The owner can still change the map afterwards (free list and buckets intact). */
 	key[0] = 2;
 	CHECK_EQ_INT(gpuext_map__delete(h, key), 0);
 	key[0] = 7;
 	CHECK_EQ_INT(gpuext_map__update(h, key, &v, BPF_NOEXIST), 0);
+	key[0] = 8;
+	CHECK_EQ_INT(gpuext_map__update(h, key, &v, BPF_NOEXIST), 0);
+	key[0] = 9;
+	CHECK_EQ_INT(gpuext_map__update(h, key, &v, BPF_NOEXIST), -E2BIG);
 	nv_shm_close(&s);
 
 	/* LRU: entries are on the LRU list, so the owner can evict. */
@@ -326,14 +352,25 @@ static void test_shm_hash(void)
 	for (uint32_t k = 0; k < 4; k++) {
 		uint64_t lv = k + 100;
 
-		CHECK_EQ_INT(nv_shm_hash_add(&s, &k, &lv), 0);
+		CHECK_EQ_INT(nv_shm_hash_apply(&s, &k, NULL, &lv, 1), 0);
+	}
+	/* an LRU element leaves its list when its last context deleted the key */
+	{
+		uint32_t k = 1;
+		uint64_t lv = (uint64_t)-101;
+
+		CHECK_EQ_INT(nv_shm_hash_apply(&s, &k, &lv, NULL, -1), 0);
 	}
 	nv_shm_hash_end(&s);
 	{
 		uint32_t k = 50;
 		uint64_t lv = 1;
 
-		CHECK_EQ_INT(gpuext_map__update(l, &k, &lv, BPF_ANY), 0);	/* evicts one */
+		CHECK_EQ_INT(gpuext_map__update(l, &k, &lv, BPF_ANY), 0);	/* a free element */
+		k = 51;
+		CHECK_EQ_INT(gpuext_map__update(l, &k, &lv, BPF_ANY), 0);	/* evicts the oldest: 0 */
+		k = 0;
+		CHECK_EQ_INT(gpuext_map__lookup(l, &k, &lv), -ENOENT);
 		k = 3;
 		CHECK_EQ_INT(gpuext_map__lookup(l, &k, &lv), 0);
 		CHECK_EQ_U64(lv, 103);

@@ -797,9 +797,129 @@ out:
 	gpuext_runtime__free(rt);
 }
 
+/* A device hash table (codegen/ptx/ptx.h) as the probes leave it: @key -> @val in bucket state @state. */
+static void dev_hash_put(const struct nv_dmap *m, uint32_t key, uint64_t val, uint32_t state)
+{
+	uint8_t *img = (uint8_t *)(uintptr_t)m->dptr;
+	uint32_t h = gpuext_ptx_hash_key(&key, 4), mask = m->nr_buckets - 1;
+
+	for (uint32_t n = 0, k = h & mask; n < m->nr_buckets; n++, k = (k + 1) & mask) {
+		uint8_t *b = img + sizeof(struct gpuext_ptx_hash_hdr) + (size_t)k * m->bucket_size;
+		uint32_t st, bk;
+
+		memcpy(&st, b, 4);
+		memcpy(&bk, b + 8, 4);
+		if (st == GPUEXT_PTX_HASH_EMPTY || bk == key) {
+			memcpy(b, &state, 4);
+			memcpy(b + 4, &h, 4);
+			memcpy(b + 8, &key, 4);
+			memcpy(b + 16, &val, 8);
+			return;
+		}
+	}
+	CHECK(!"device table full");
+}
+
+static int64_t shm_hash_get(struct gpuext_map *h, uint32_t key)
+{
+	uint64_t v;
+
+	return gpuext_map__lookup(h, &key, &v) ? -1 : (int64_t)v;
+}
+
+/*
+ * Two processes (two nv_maps) mirror one hash map: their keys and values
+ * add up, the key gpuext trace wrote stays, and a key leaves the shared map
+ * only when every context that had it deleted it.
+ */
+static void test_hash_two_processes(void)
+{
+	GPUEXT_OPTS(gpuext_runtime_opts, ro, .publish_maps = true);
+	GPUEXT_OPTS(gpuext_map_def, hd, .name = "twoproch", .type = BPF_MAP_TYPE_HASH,
+		    .key_size = 4, .value_size = 8, .max_entries = 8);
+	static struct nv_maps mm1, mm2;
+	struct nv_api cu = { 0 };
+	struct gpuext_runtime *rt = NULL;
+	struct gpuext_map *hm = NULL;
+	struct gx_pack pack;
+	struct nv_ctx *x1, *x2;
+	char err[256] = "";
+
+	cu.MemAlloc = fk_alloc;
+	cu.MemHostAlloc = fk_host_alloc;
+	cu.MemcpyHtoDAsync = fk_htod;
+	cu.MemcpyDtoHAsync = fk_dtoh;
+	cu.StreamSynchronize = fk_sync;
+	cu.CtxPushCurrent = fk_push;
+	cu.CtxPopCurrent = fk_pop;
+	cu.CtxGetDevice = fk_getdev;
+	cu.DeviceGetAttribute = fk_attr;
+	cu.StreamCreate = fk_stream;
+	fk.m = NULL;
+	CHECK_EQ_INT(gpuext_runtime__new(&ro, &rt), 0);
+	CHECK_EQ_INT(gpuext_map__create(rt, &hd, &hm), 0);
+	if (!hm)
+		goto out;
+	memset(&pack, 0, sizeof(pack));
+	pack.map_cnt = 1;
+	nv_test_pack_map(&pack.maps[0], hm, 1);
+	CHECK_EQ_INT(gpuext_map__update(hm, &(uint32_t){ 50 }, &(uint64_t){ 1 }, BPF_ANY), 0);
+	CHECK_EQ_INT(nv_maps__init(&mm1, &pack, &cu, err, sizeof(err)), 0);
+	CHECK_EQ_INT(nv_maps__init(&mm2, &pack, &cu, err, sizeof(err)), 0);
+	x1 = nv_maps__ctx(&mm1, (CUcontext)(uintptr_t)0x200);
+	x2 = nv_maps__ctx(&mm2, (CUcontext)(uintptr_t)0x201);
+	CHECK(x1 && x2 && !x1->broken && !x2->broken);
+	if (!x1 || !x2 || x1->broken || x2->broken)
+		goto done;
+	/* Process 1 counts key 7 to 5 and writes key 8; process 2 counts 7 to 3, writes 9. */
+	dev_hash_put(&x1->m[0], 7, 5, GPUEXT_PTX_HASH_FULL);
+	dev_hash_put(&x1->m[0], 8, 100, GPUEXT_PTX_HASH_FULL);
+	dev_hash_put(&x2->m[0], 7, 3, GPUEXT_PTX_HASH_FULL);
+	dev_hash_put(&x2->m[0], 9, 200, GPUEXT_PTX_HASH_FULL);
+	dev_hash_put(&x2->m[0], 10, 1, GPUEXT_PTX_HASH_BUSY);	/* being inserted: not yet */
+	nv_maps__mirror(&mm1);
+	nv_maps__mirror(&mm2);
+	nv_maps__mirror(&mm1);	/* nothing new: nothing moves */
+	CHECK_EQ_U64(shm_hash_get(hm, 7), 8);
+	CHECK_EQ_U64(shm_hash_get(hm, 8), 100);
+	CHECK_EQ_U64(shm_hash_get(hm, 9), 200);
+	CHECK_EQ_U64(shm_hash_get(hm, 50), 1);
+	CHECK_EQ_U64(shm_hash_get(hm, 10), -1);
+	/* Process 1 counts 7 once more and deletes 8 (a tombstone); key 10 is done in process 2. */
+	dev_hash_put(&x1->m[0], 7, 6, GPUEXT_PTX_HASH_FULL);
+	dev_hash_put(&x1->m[0], 8, 100, GPUEXT_PTX_HASH_DELETED);
+	dev_hash_put(&x2->m[0], 10, 1, GPUEXT_PTX_HASH_FULL);
+	nv_maps__mirror(&mm1);
+	nv_maps__mirror(&mm2);
+	CHECK_EQ_U64(shm_hash_get(hm, 7), 9);
+	CHECK_EQ_U64(shm_hash_get(hm, 8), -1);
+	CHECK_EQ_U64(shm_hash_get(hm, 10), 1);
+	/* Process 2 deletes 7: process 1 still has it, with its 6. */
+	dev_hash_put(&x2->m[0], 7, 3, GPUEXT_PTX_HASH_DELETED);
+	nv_maps__mirror(&mm2);
+	CHECK_EQ_U64(shm_hash_get(hm, 7), 6);
+	/* Process 1 deletes it too: gone. The owner's key never moved. */
+	dev_hash_put(&x1->m[0], 7, 6, GPUEXT_PTX_HASH_DELETED);
+	nv_maps__mirror(&mm1);
+	CHECK_EQ_U64(shm_hash_get(hm, 7), -1);
+	CHECK_EQ_U64(shm_hash_get(hm, 9), 200);
+	CHECK_EQ_U64(shm_hash_get(hm, 50), 1);
+	CHECK_EQ_INT(mm1.shm[0].host_drops + mm2.shm[0].host_drops, 0);
+done:
+	for (uint32_t i = 0; i < GX_PACK_MAX_MAPS; i++) {
+		nv_shm_close(&mm1.shm[i]);
+		nv_shm_close(&mm2.shm[i]);
+		free(mm1.shm_init[i]);
+		free(mm2.shm_init[i]);
+	}
+out:
+	gpuext_runtime__free(rt);
+}
+
 int main(void)
 {
 	test_ring_drain();
 	test_array_two_processes();
+	test_hash_two_processes();
 	return test_done("test_nv_ring");
 }

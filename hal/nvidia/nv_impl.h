@@ -108,16 +108,24 @@ void nv_shm_write_values(struct nv_shm *m, const void *values);
 int nv_shm_ring_output(struct nv_shm *m, const void *data, uint32_t len);
 
 /*
- * Hash maps (BPF_MAP_TYPE_HASH/LRU_HASH) written from this process: the
- * whole content is replaced each round. begin takes the writers' lock and
- * empties the map, add inserts (or adds lane-wise into an existing key;
- * -E2BIG counted in host_drops when full), end publishes. nv_shm_hash is
- * core/maps.c's bucket hash.
+ * Hash maps (BPF_MAP_TYPE_HASH/LRU_HASH), changed in place (nv_shm.c): begin
+ * takes the writers' lock and starts a write for readers, end publishes.
+ * Between them, nv_shm_hash_apply() applies one context's change to one key:
+ * @delta (may be NULL) added lane-wise into its value; @presence +1 (the key
+ * appeared in the context's table) or -1 (it went) moves the element's
+ * `refs`, and the key leaves when they reach 0. A key not in the map is
+ * inserted with @full (unless @presence < 0; -E2BIG counted in host_drops
+ * when the map is full). nv_shm_hash is core/maps.c's bucket hash.
  */
 uint32_t nv_shm_hash(const void *key, uint32_t len, uint32_t seed);
+/* "array", "hash", ... for the map types the device supports; "unknown" else. */
+const char *nv_map_type_name(uint32_t type);
 void nv_shm_hash_begin(struct nv_shm *m);
-int nv_shm_hash_add(struct nv_shm *m, const void *key, const void *value);
+int nv_shm_hash_apply(struct nv_shm *m, const void *key, const void *delta, const void *full,
+		      int presence);
 void nv_shm_hash_end(struct nv_shm *m);
+/* @out = @now - @then (@then NULL: 0), lane by lane as nv_shm_hash_apply adds, wrapping. */
+void nv_value_sub(uint8_t *out, const uint8_t *now, const uint8_t *then, uint32_t value_size);
 /* The device geometry of a hash map (codegen/ptx/ptx.h's layout). 0, -EINVAL, -E2BIG. */
 int nv_hash_layout(uint32_t key_size, uint32_t value_size, uint32_t max_entries,
 		   uint32_t *nr_buckets, uint32_t *bucket_size, size_t *bytes);

@@ -42,17 +42,20 @@
  *                        shards is not kept.
  *   hash, lru_hash       device memory in codegen/ptx/ptx.h's layout (open
  *                        addressing, claimed by CAS), empty at start; each
- *                        round the whole table is copied back and the shm
- *                        map is rebuilt from the FULL buckets of every
- *                        context (a key on several GPUs: values added).
+ *                        round the whole table is copied back and, as for
+ *                        arrays, what each context changed since it last
+ *                        published is applied to the shm map key by key
+ *                        (hash_publish): values added (a key on several GPUs
+ *                        or in several processes: values added up), keys a
+ *                        device added inserted, keys every device that had
+ *                        them deleted removed, keys `gpuext trace` wrote
+ *                        left alone.
  *
- * The shm side is a small writer of core/maps_impl.h's layout (its header
- * struct and core/shm.c's seqcount/spinlock), so the preload library links
- * neither libbpf nor LLVM.
+ * The shm side (nv_shm.c) is a small writer of core/maps_impl.h's layout, so
+ * the preload library links neither libbpf nor LLVM.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +67,7 @@
 
 #include "maps_impl.h"
 #include "nv_impl.h"
+#include "nv_util.h"
 
 #define NV_MAP_BYTES_MAX (256u << 20)	/* one device map, per context */
 
@@ -91,292 +95,6 @@ void nv_capture_restore(const struct nv_api *cu, int old)
 {
 	if (old >= 0 && cu->ThreadExchangeStreamCaptureMode)
 		cu->ThreadExchangeStreamCaptureMode(&old);
-}
-
-static void set_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
-
-/* ------------------------------------------------------------------ */
-/* The shm side                                                        */
-/* ------------------------------------------------------------------ */
-
-static const char *type_name(uint32_t t)
-{
-	switch (t) {
-	case BPF_MAP_TYPE_ARRAY: return "array";
-	case BPF_MAP_TYPE_PERCPU_ARRAY: return "percpu_array";
-	case BPF_MAP_TYPE_HASH: return "hash";
-	case BPF_MAP_TYPE_LRU_HASH: return "lru_hash";
-	case BPF_MAP_TYPE_RINGBUF: return "ringbuf";
-	default: return "unknown";
-	}
-}
-
-int nv_shm_open(struct nv_shm *m, const struct gx_pack_map *pm, char *err, size_t err_len)
-{
-	const struct gpuext_shm_hdr *h;
-	struct stat st;
-	int fd, e;
-
-	memset(m, 0, sizeof(*m));
-	if (!pm->shm[0]) {
-		set_err(err, err_len, "map '%s': the pack names no shared-memory map", pm->name);
-		return -EINVAL;
-	}
-	snprintf(m->name, sizeof(m->name), "%s%s", pm->shm[0] == '/' ? "" : "/", pm->shm);
-	fd = shm_open(m->name, O_RDWR | O_CLOEXEC, 0);
-	if (fd < 0) {
-		e = errno;
-		set_err(err, err_len, "map '%s': cannot open shared memory %s: %s (is gpuext trace "
-			"still running?)", pm->name, m->name, strerror(e));
-		return -e;
-	}
-	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size < sizeof(struct gpuext_shm_hdr)) {
-		close(fd);
-		set_err(err, err_len, "map '%s': %s is too small for a gpuext map", pm->name,
-			m->name);
-		return -EBADMSG;
-	}
-	m->base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	e = m->base == MAP_FAILED ? errno : 0;
-	close(fd);
-	if (e) {
-		m->base = NULL;
-		set_err(err, err_len, "map '%s': mmap %s: %s", pm->name, m->name, strerror(e));
-		return -e;
-	}
-	m->len = (size_t)st.st_size;
-	h = m->base;
-	e = gpuext_shm_check_hdr(h, m->len);
-	if (e) {
-		set_err(err, err_len, "map '%s': %s is not a gpuext map of this version (%s)",
-			pm->name, m->name, strerror(-e));
-		goto fail;
-	}
-	if (h->type != pm->type || h->max_entries != pm->max_entries ||
-	    (h->type != BPF_MAP_TYPE_RINGBUF &&
-	     (h->key_size != pm->key_size || h->value_size != pm->value_size))) {
-		set_err(err, err_len, "map '%s': %s is a %s map %u/%u/%u, the pack wants %s "
-			"%u/%u/%u (key/value/entries)", pm->name, m->name, type_name(h->type),
-			h->key_size, h->value_size, h->max_entries, type_name(pm->type),
-			pm->key_size, pm->value_size, pm->max_entries);
-		e = -EINVAL;
-		goto fail;
-	}
-	m->type = h->type;
-	m->key_size = h->key_size;
-	m->value_size = h->value_size;
-	m->max_entries = h->max_entries;
-	m->stride = h->value_stride;
-	m->nr_slots = h->nr_slots ? h->nr_slots : 1;
-	m->values = (uint8_t *)m->base + h->values_off;
-	return 0;
-fail:
-	munmap(m->base, m->len);
-	m->base = NULL;
-	return e;
-}
-
-void nv_shm_close(struct nv_shm *m)
-{
-	if (m->base)
-		munmap(m->base, m->len);
-	m->base = NULL;
-}
-
-size_t nv_shm_values_size(const struct nv_shm *m)
-{
-	return (size_t)m->max_entries * m->nr_slots * m->stride;
-}
-
-void nv_shm_read_values(struct nv_shm *m, void *out)
-{
-	struct gpuext_shm_hdr *h = m->base;
-
-	/* The owner (gpuext trace) may update the map too: take the writers' lock. */
-	gpuext_shm_lock(h);
-	memcpy(out, m->values, nv_shm_values_size(m));
-	gpuext_shm_unlock(h);
-}
-
-void nv_shm_write_values(struct nv_shm *m, const void *values)
-{
-	struct gpuext_shm_hdr *h = m->base;
-
-	gpuext_shm_lock(h);
-	gpuext_shm_write_begin(h);
-	memcpy(m->values, values, nv_shm_values_size(m));
-	gpuext_shm_write_end(h);
-	gpuext_shm_unlock(h);
-}
-
-/*
- * A producer in another process than the owner: the reservation takes the
- * spinlock in the header (it is in the shared mapping, so it serialises us
- * with the owner's producers), the record header carries BUSY until the
- * payload is in. The data area is mapped once here, so a record that runs
- * past the end is written in two pieces (the consumer maps it twice and
- * reads it contiguous). The owner's process-local busy bitmap does not see
- * our records; only its own producers' submits consult it.
- */
-int nv_shm_ring_output(struct nv_shm *m, const void *data, uint32_t len)
-{
-	struct gpuext_shm_hdr *h = m->base;
-	uint64_t size = m->max_entries, total, cons, prod, off, first;
-	_Atomic uint32_t *hdr;
-
-	if (m->type != BPF_MAP_TYPE_RINGBUF || !len || len > GPUEXT_RB_LEN_MASK ||
-	    len + GPUEXT_RB_HDR_SZ > size)
-		return -EINVAL;
-	total = gpuext_round8(len + GPUEXT_RB_HDR_SZ);
-	gpuext_shm_lock(h);
-	cons = atomic_load_explicit(&h->cons_pos, memory_order_acquire);
-	prod = atomic_load_explicit(&h->prod_pos, memory_order_relaxed);
-	if (prod + total - cons > size) {
-		gpuext_shm_unlock(h);
-		m->host_drops++;
-		return -EAGAIN;
-	}
-	off = prod & (size - 1);
-	hdr = (_Atomic uint32_t *)(m->values + off);	/* 8-aligned: never split */
-	atomic_store_explicit(hdr, len | GPUEXT_RB_BUSY, memory_order_relaxed);
-	atomic_store_explicit(hdr + 1, 0, memory_order_relaxed);
-	atomic_store_explicit(&h->prod_pos, prod + total, memory_order_release);
-	gpuext_shm_unlock(h);
-
-	off = (off + GPUEXT_RB_HDR_SZ) & (size - 1);
-	first = size - off < len ? size - off : len;
-	memcpy(m->values + off, data, first);
-	if (first < len)
-		memcpy(m->values, (const uint8_t *)data + first, len - first);
-	atomic_store_explicit(hdr, len, memory_order_release);
-	m->records++;
-	return 0;
-}
-
-/*
- * Hash maps: the bucket function of core/maps.c (FNV-1a over the key, seeded,
- * folded). tests/test_nv_preload.c checks it against gpuext_map_hash_bucket(),
- * so the two cannot drift apart unnoticed.
- */
-uint32_t nv_shm_hash(const void *key, uint32_t len, uint32_t seed)
-{
-	const uint8_t *p = key;
-	uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)seed << 32 | len);
-
-	for (uint32_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ull;
-	}
-	h ^= h >> 29;
-	h *= 0xbf58476d1ce4e5b9ull;
-	h ^= h >> 32;
-	return (uint32_t)h;
-}
-
-static struct gpuext_shm_elem *shm_elem(struct nv_shm *m, uint32_t idx)
-{
-	const struct gpuext_shm_hdr *h = m->base;
-
-	return (void *)(m->values + (uint64_t)idx * h->elem_size);
-}
-
-void nv_shm_hash_begin(struct nv_shm *m)
-{
-	struct gpuext_shm_hdr *h = m->base;
-	uint32_t *buckets = (uint32_t *)((uint8_t *)m->base + h->buckets_off);
-
-	gpuext_shm_lock(h);
-	gpuext_shm_write_begin(h);
-	for (uint32_t b = 0; b < h->nr_buckets; b++)
-		buckets[b] = GPUEXT_SHM_NIL;
-	h->free_head = GPUEXT_SHM_NIL;
-	for (uint32_t i = h->max_entries; i-- > 0;) {
-		struct gpuext_shm_elem *e = shm_elem(m, i);
-
-		e->in_use = 0;
-		e->lru_prev = e->lru_next = GPUEXT_SHM_NIL;
-		e->next = h->free_head;
-		h->free_head = i;
-	}
-	h->lru_head = h->lru_tail = GPUEXT_SHM_NIL;
-	atomic_store(&h->count, 0);
-}
-
-static void add_lanes(uint8_t *dst, const uint8_t *src, uint32_t value_size)
-{
-	unsigned lane = value_size % 8 == 0 ? 8 : value_size % 4 == 0 ? 4 :
-			value_size % 2 == 0 ? 2 : 1;
-
-	for (uint32_t b = 0; b < value_size; b += lane) {
-		uint64_t x = 0, y = 0;
-
-		memcpy(&x, dst + b, lane);
-		memcpy(&y, src + b, lane);
-		x += y;
-		memcpy(dst + b, &x, lane);
-	}
-}
-
-int nv_shm_hash_add(struct nv_shm *m, const void *key, const void *value)
-{
-	struct gpuext_shm_hdr *h = m->base;
-	uint32_t *buckets = (uint32_t *)((uint8_t *)m->base + h->buckets_off);
-	uint32_t hash = nv_shm_hash(key, h->key_size, h->hash_seed);
-	uint32_t b = hash & (h->nr_buckets - 1), idx, steps = 0;
-	struct gpuext_shm_elem *e;
-
-	for (idx = buckets[b]; idx != GPUEXT_SHM_NIL && idx < h->max_entries &&
-	     steps++ <= h->max_entries; idx = e->next) {
-		e = shm_elem(m, idx);
-		if (e->hash == hash && !memcmp((uint8_t *)e + h->key_off, key, h->key_size)) {
-			/* The same key on several GPUs: counters add up. */
-			add_lanes((uint8_t *)e + h->val_off, value, h->value_size);
-			return 0;
-		}
-	}
-	idx = h->free_head;
-	if (idx == GPUEXT_SHM_NIL || idx >= h->max_entries) {
-		m->host_drops++;
-		return -E2BIG;
-	}
-	e = shm_elem(m, idx);
-	h->free_head = e->next;
-	e->hash = hash;
-	e->in_use = 1;
-	memcpy((uint8_t *)e + h->key_off, key, h->key_size);
-	memcpy((uint8_t *)e + h->val_off, value, h->value_size);
-	e->next = buckets[b];
-	buckets[b] = idx;
-	if (h->type == BPF_MAP_TYPE_LRU_HASH) {
-		e->lru_prev = GPUEXT_SHM_NIL;
-		e->lru_next = h->lru_head;
-		if (h->lru_head != GPUEXT_SHM_NIL)
-			shm_elem(m, h->lru_head)->lru_prev = idx;
-		else
-			h->lru_tail = idx;
-		h->lru_head = idx;
-	}
-	atomic_fetch_add(&h->count, 1);
-	return 0;
-}
-
-void nv_shm_hash_end(struct nv_shm *m)
-{
-	struct gpuext_shm_hdr *h = m->base;
-
-	gpuext_shm_write_end(h);
-	gpuext_shm_unlock(h);
 }
 
 /* ------------------------------------------------------------------ */
@@ -964,7 +682,7 @@ int nv_maps__init(struct nv_maps *mm, const struct gx_pack *pack, const struct n
 	pthread_mutex_init(&mm->lock, NULL);
 	pthread_cond_init(&mm->cond, NULL);
 	if (pack->map_cnt > GX_PACK_MAX_MAPS) {
-		set_err(err, err_len, "the pack has %u maps, at most %d are supported",
+		nv_set_err(err, err_len, "the pack has %u maps, at most %d are supported",
 			pack->map_cnt, GX_PACK_MAX_MAPS);
 		return -E2BIG;
 	}
@@ -991,7 +709,7 @@ int nv_maps__init(struct nv_maps *mm, const struct gx_pack *pack, const struct n
 			fprintf(stderr, "gpuext-nvprobe: map '%s' is a %s map: not placed on the "
 				"GPU (array, percpu_array, hash, lru_hash and ringbuf are); probes "
 				"see it empty\n",
-				pm->name, type_name(pm->type));
+				pm->name, nv_map_type_name(pm->type));
 		}
 	}
 	if (e) {
@@ -1080,6 +798,7 @@ static int ctx_setup(struct nv_maps *mm, struct nv_ctx *x)
 			hh->bucket_size = m->bucket_size;
 			hh->max_entries = pm->max_entries;
 			memcpy(m->last, m->init, m->bytes);
+			m->pub = m->init;	/* published so far: the empty table */
 			r = cu->MemAlloc(&m->dptr, m->bytes);
 			if (r == CUDA_SUCCESS)
 				r = cu->MemHostAlloc(&m->host, m->bytes, 0);
@@ -1227,6 +946,81 @@ static void snapshot(struct nv_maps *mm, struct nv_ctx *x)
 		}
 }
 
+/*
+ * A FULL bucket's key in a device hash image (codegen/ptx/ptx.h), and the
+ * hash the device stored with it (gpuext_ptx_hash_key, which the preload
+ * does not link), or NULL.
+ */
+static const uint8_t *img_key(const struct nv_dmap *m, const uint8_t *img, uint32_t k,
+			      uint32_t *hash)
+{
+	const uint8_t *b = img + sizeof(struct gpuext_ptx_hash_hdr) + (size_t)k * m->bucket_size;
+	uint32_t state;
+
+	memcpy(&state, b, sizeof(state));
+	memcpy(hash, b + 4, sizeof(*hash));
+	return state == GPUEXT_PTX_HASH_FULL ? b + 8 : NULL;
+}
+
+/* The value of @key (its hash @hash) in a device hash image, by linear probing, or NULL. */
+static const uint8_t *img_find(const struct nv_dmap *m, const uint8_t *img, const void *key,
+			       uint32_t key_size, uint32_t hash)
+{
+	uint32_t mask = m->nr_buckets - 1, k = hash & mask;
+
+	for (uint32_t n = 0; n < m->nr_buckets; n++, k = (k + 1) & mask) {
+		const uint8_t *b = img + sizeof(struct gpuext_ptx_hash_hdr) + (size_t)k * m->bucket_size;
+		uint32_t state;
+
+		memcpy(&state, b, sizeof(state));
+		if (state == GPUEXT_PTX_HASH_EMPTY)
+			return NULL;
+		if (state == GPUEXT_PTX_HASH_FULL && !memcmp(b + 8, key, key_size))
+			return b + 8 + gpuext_round8(key_size);
+	}
+	return NULL;
+}
+
+/*
+ * One context's change to a hash map since it last published (m->pub to
+ * m->last), applied to the shm map key by key: a changed value adds its
+ * difference, a new key comes in (or is counted once more), a deleted key
+ * takes its published value back out and is counted once less.
+ */
+static void hash_publish(struct nv_shm *s, const struct gx_pack_map *pm, const struct nv_dmap *m)
+{
+	uint32_t ks = (uint32_t)gpuext_round8(pm->key_size), vs = pm->value_size;
+	uint8_t *delta = malloc(vs ? vs : 1);
+
+	if (!delta) {
+		s->host_drops++;
+		return;
+	}
+	for (uint32_t k = 0; k < m->nr_buckets; k++) {
+		uint32_t hash;
+		const uint8_t *key = img_key(m, m->last, k, &hash), *then;
+
+		if (!key)
+			continue;
+		then = img_find(m, m->pub, key, pm->key_size, hash);
+		if (then && !memcmp(key + ks, then, vs))
+			continue;
+		nv_value_sub(delta, key + ks, then, vs);
+		nv_shm_hash_apply(s, key, delta, key + ks, then ? 0 : 1);
+	}
+	for (uint32_t k = 0; k < m->nr_buckets; k++) {
+		uint32_t hash;
+		const uint8_t *key = img_key(m, m->pub, k, &hash);
+
+		if (!key || img_find(m, m->last, key, pm->key_size, hash))
+			continue;
+		memset(delta, 0, vs);
+		nv_value_sub(delta, delta, key + ks, vs);
+		nv_shm_hash_apply(s, key, delta, NULL, -1);
+	}
+	free(delta);
+}
+
 static void publish(struct nv_maps *mm)
 {
 	for (uint32_t i = 0; i < mm->pack->map_cnt; i++) {
@@ -1261,24 +1055,16 @@ static void publish(struct nv_maps *mm)
 			bool any = false;
 
 			for (struct nv_ctx *x = mm->ctxs; x && !any; x = x->next)
-				any = !x->broken && x->m[i].have_last;
+				any = !x->broken && x->m[i].have_last &&
+				      memcmp(x->m[i].last, x->m[i].pub, x->m[i].bytes);
 			if (!any)
 				continue;
 			nv_shm_hash_begin(s);
 			for (struct nv_ctx *x = mm->ctxs; x; x = x->next) {
-				const struct nv_dmap *m = &x->m[i];
-				const uint8_t *b = m->last + sizeof(struct gpuext_ptx_hash_hdr);
-
-				if (x->broken || !m->have_last)
+				if (x->broken || !x->m[i].have_last)
 					continue;
-				for (uint32_t k = 0; k < m->nr_buckets; k++, b += m->bucket_size) {
-					uint32_t state;
-
-					memcpy(&state, b, sizeof(state));
-					if (state == GPUEXT_PTX_HASH_FULL)
-						nv_shm_hash_add(s, b + 8,
-								b + 8 + gpuext_round8(pm->key_size));
-				}
+				hash_publish(s, pm, &x->m[i]);
+				memcpy(x->m[i].pub, x->m[i].last, x->m[i].bytes);
 			}
 			nv_shm_hash_end(s);
 		} else if (pm->type == BPF_MAP_TYPE_RINGBUF) {

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fnmatch.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,4 +169,15 @@ uint64_t nv_sync_gap_ns(uint64_t cost_ns, unsigned share_pct)
 	/* a cost past 1.8e17 ns (5.8 years) would overflow x 100: no mirror for that long anyway */
 	gap = cost_ns > UINT64_MAX / 100 ? UINT64_MAX : cost_ns * 100 / share_pct;
 	return gap < 2000000ull ? 2000000ull : gap;
+}
+
+void nv_set_err(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
 }

@@ -24,6 +24,9 @@ int nv_tagged_names(const char *text, const char *tag, char ***names, size_t *cn
  */
 uint64_t nv_sync_gap_ns(uint64_t cost_ns, unsigned share_pct);
 
+/* vsnprintf into @err (@len bytes; nothing when NULL or 0). */
+void nv_set_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* The pack's kernel filter: "" or NULL matches all; else an fnmatch(3) glob. */
 bool nv_filter_match(const char *glob, const char *name);
 

@@ -18,7 +18,7 @@ foreach(part image.cmake splice.cmake)
 endforeach()
 
 # Our sources, plus whatever of the image/splice pieces no included file builds.
-set(GPUEXT_NV_SRC ${GPUEXT_NV_DIR}/nv_maps.c ${GPUEXT_NV_DIR}/nv_util.c
+set(GPUEXT_NV_SRC ${GPUEXT_NV_DIR}/nv_maps.c ${GPUEXT_NV_DIR}/nv_shm.c ${GPUEXT_NV_DIR}/nv_util.c
     # The shm maps' seqcount/spinlock and header check: plain libc code (no libbpf).
     ${CMAKE_SOURCE_DIR}/core/shm.c)
 set(GPUEXT_NV_DEPS)
