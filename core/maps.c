@@ -484,25 +484,9 @@ static uint8_t *elem_value(const struct gpuext_map *map, struct gpuext_shm_elem 
 	return (uint8_t *)e + map->hdr->val_off;
 }
 
-static uint32_t hash_bytes(const void *key, uint32_t len, uint32_t seed)
-{
-	const uint8_t *p = key;
-	uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)seed << 32 | len);
-
-	for (uint32_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ull;
-	}
-	/* Fold so that the low bits (the bucket) depend on every input byte. */
-	h ^= h >> 29;
-	h *= 0xbf58476d1ce4e5b9ull;
-	h ^= h >> 32;
-	return (uint32_t)h;
-}
-
 uint32_t gpuext_map_hash_bucket(const struct gpuext_map *map, const void *key)
 {
-	return hash_bytes(key, map->key_size, map->hdr->hash_seed) & (map->hdr->nr_buckets - 1);
+	return gpuext_shm_hash(key, map->key_size, map->hdr->hash_seed) & (map->hdr->nr_buckets - 1);
 }
 
 static uint32_t hash_find(const struct gpuext_map *map, const void *key, uint32_t hash)
@@ -580,7 +564,7 @@ static int hash_update_locked(struct gpuext_map *map, const void *key, const voi
 			      uint64_t flags)
 {
 	struct gpuext_shm_hdr *h = map->hdr;
-	uint32_t hash = hash_bytes(key, map->key_size, h->hash_seed);
+	uint32_t hash = gpuext_shm_hash(key, map->key_size, h->hash_seed);
 	uint32_t idx = hash_find(map, key, hash), b;
 	struct gpuext_shm_elem *e;
 
@@ -624,7 +608,7 @@ static int hash_delete(struct gpuext_map *map, const void *key)
 	uint32_t idx;
 
 	gpuext_shm_lock(h);
-	idx = hash_find(map, key, hash_bytes(key, map->key_size, h->hash_seed));
+	idx = hash_find(map, key, gpuext_shm_hash(key, map->key_size, h->hash_seed));
 	if (idx != GPUEXT_SHM_NIL) {
 		gpuext_shm_write_begin(h);
 		hash_remove(map, idx);
@@ -675,7 +659,7 @@ int gpuext_map__lookup(struct gpuext_map *map, const void *key, void *value)
 		return 0;
 	}
 	gpuext_shm_lock(map->hdr);
-	idx = hash_find(map, key, hash_bytes(key, map->key_size, map->hdr->hash_seed));
+	idx = hash_find(map, key, gpuext_shm_hash(key, map->key_size, map->hdr->hash_seed));
 	if (idx != GPUEXT_SHM_NIL)	/* a user-space lookup is not a use (kernel: lookup_elem_sys) */
 		memcpy(value, elem_value(map, elem_at(map, idx)), map->value_size);
 	gpuext_shm_unlock(map->hdr);
@@ -750,7 +734,7 @@ int gpuext_map__next_key(struct gpuext_map *map, const void *key, void *next_key
 	}
 	gpuext_shm_lock(map->hdr);
 	if (key) {
-		uint32_t hash = hash_bytes(key, map->key_size, map->hdr->hash_seed);
+		uint32_t hash = gpuext_shm_hash(key, map->key_size, map->hdr->hash_seed);
 
 		idx = hash_find(map, key, hash);
 		/* A missing key restarts at the first one, as the kernel does. */
@@ -789,7 +773,7 @@ void *gpuext_map_prog_lookup(struct gpuext_map *map, const void *key, uint32_t c
 		return array_entry(map, idx) + (uint64_t)cpu * map->hdr->value_stride;
 	}
 	gpuext_shm_lock(map->hdr);
-	idx = hash_find(map, key, hash_bytes(key, map->key_size, map->hdr->hash_seed));
+	idx = hash_find(map, key, gpuext_shm_hash(key, map->key_size, map->hdr->hash_seed));
 	if (idx != GPUEXT_SHM_NIL) {
 		lru_touch(map, idx);
 		val = elem_value(map, elem_at(map, idx));

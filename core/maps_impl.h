@@ -213,5 +213,11 @@ int gpuext_shm_clean_stale(int32_t pid);
 
 /* Validates a header against the size of its file (shared by reader and tests). */
 int gpuext_shm_check_hdr(const struct gpuext_shm_hdr *h, uint64_t file_size);
+/*
+ * A hash map's bucket hash (FNV-1a 64 of the key, folded; bucket = hash &
+ * (nr_buckets - 1)). In shm.c, so that the NVIDIA preload library, which
+ * links shm.c but not maps.c, writes the same buckets (hal/nvidia/nv_shm.c).
+ */
+uint32_t gpuext_shm_hash(const void *key, uint32_t len, uint32_t seed);
 
 #endif

@@ -111,6 +111,22 @@ static bool fits(uint64_t off, uint64_t n, uint64_t size, uint64_t limit)
 	       !__builtin_add_overflow(off, bytes, &end) && end <= limit;
 }
 
+uint32_t gpuext_shm_hash(const void *key, uint32_t len, uint32_t seed)
+{
+	const uint8_t *p = key;
+	uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)seed << 32 | len);
+
+	for (uint32_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ull;
+	}
+	/* Fold so that the low bits (the bucket) depend on every input byte. */
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 32;
+	return (uint32_t)h;
+}
+
 int gpuext_shm_check_hdr(const struct gpuext_shm_hdr *h, uint64_t file_size)
 {
 	uint64_t stride8 = gpuext_round8(h->value_size);

@@ -270,7 +270,7 @@ static void test_shm_hash(void)
 	/* Our bucket hash is core's. */
 	for (uint32_t i = 0; i < 64; i++) {
 		key[0] = i * 2654435761u;
-		CHECK_EQ_INT(nv_shm_hash(key, 12, h->hdr->hash_seed) & (h->hdr->nr_buckets - 1),
+		CHECK_EQ_INT(gpuext_shm_hash(key, 12, h->hdr->hash_seed) & (h->hdr->nr_buckets - 1),
 			     gpuext_map_hash_bucket(h, key));
 	}
 	/* Our device geometry is codegen's. */

@@ -685,6 +685,33 @@ static CUresult fk_stream(CUstream *st, unsigned flags)
  * (Before, each mirror wrote its attach-time copy plus its own change over
  * the whole map, and the last one to copy won.)
  */
+/* The calls the mirror of array and hash maps makes, on the fake device. */
+static void fk_mirror_api(struct nv_api *cu)
+{
+	cu->MemAlloc = fk_alloc;
+	cu->MemHostAlloc = fk_host_alloc;
+	cu->MemcpyHtoDAsync = fk_htod;
+	cu->MemcpyDtoHAsync = fk_dtoh;
+	cu->StreamSynchronize = fk_sync;
+	cu->CtxPushCurrent = fk_push;
+	cu->CtxPopCurrent = fk_pop;
+	cu->CtxGetDevice = fk_getdev;
+	cu->DeviceGetAttribute = fk_attr;
+	cu->StreamCreate = fk_stream;
+	fk.m = NULL;
+}
+
+/* What two "processes" (nv_maps instances) of a test hold of the shm maps. */
+static void fk_procs_done(struct nv_maps *a, struct nv_maps *b)
+{
+	for (uint32_t i = 0; i < GX_PACK_MAX_MAPS; i++) {
+		nv_shm_close(&a->shm[i]);
+		nv_shm_close(&b->shm[i]);
+		free(a->shm_init[i]);
+		free(b->shm_init[i]);
+	}
+}
+
 static void test_array_two_processes(void)
 {
 	GPUEXT_OPTS(gpuext_runtime_opts, ro, .publish_maps = true);
@@ -699,17 +726,7 @@ static void test_array_two_processes(void)
 	uint64_t *d1, *d2, v[4];
 	char err[256] = "";
 
-	cu.MemAlloc = fk_alloc;
-	cu.MemHostAlloc = fk_host_alloc;
-	cu.MemcpyHtoDAsync = fk_htod;
-	cu.MemcpyDtoHAsync = fk_dtoh;
-	cu.StreamSynchronize = fk_sync;
-	cu.CtxPushCurrent = fk_push;
-	cu.CtxPopCurrent = fk_pop;
-	cu.CtxGetDevice = fk_getdev;
-	cu.DeviceGetAttribute = fk_attr;
-	cu.StreamCreate = fk_stream;
-	fk.m = NULL;
+	fk_mirror_api(&cu);
 	CHECK_EQ_INT(gpuext_runtime__new(&ro, &rt), 0);
 	CHECK_EQ_INT(gpuext_map__create(rt, &ad, &arr), 0);
 	if (!arr)
@@ -787,12 +804,7 @@ static void test_array_two_processes(void)
 		}
 	}
 done:
-	for (uint32_t i = 0; i < GX_PACK_MAX_MAPS; i++) {
-		nv_shm_close(&mm1.shm[i]);
-		nv_shm_close(&mm2.shm[i]);
-		free(mm1.shm_init[i]);
-		free(mm2.shm_init[i]);
-	}
+	fk_procs_done(&mm1, &mm2);
 out:
 	gpuext_runtime__free(rt);
 }
@@ -845,17 +857,7 @@ static void test_hash_two_processes(void)
 	struct nv_ctx *x1, *x2;
 	char err[256] = "";
 
-	cu.MemAlloc = fk_alloc;
-	cu.MemHostAlloc = fk_host_alloc;
-	cu.MemcpyHtoDAsync = fk_htod;
-	cu.MemcpyDtoHAsync = fk_dtoh;
-	cu.StreamSynchronize = fk_sync;
-	cu.CtxPushCurrent = fk_push;
-	cu.CtxPopCurrent = fk_pop;
-	cu.CtxGetDevice = fk_getdev;
-	cu.DeviceGetAttribute = fk_attr;
-	cu.StreamCreate = fk_stream;
-	fk.m = NULL;
+	fk_mirror_api(&cu);
 	CHECK_EQ_INT(gpuext_runtime__new(&ro, &rt), 0);
 	CHECK_EQ_INT(gpuext_map__create(rt, &hd, &hm), 0);
 	if (!hm)
@@ -906,12 +908,7 @@ static void test_hash_two_processes(void)
 	CHECK_EQ_U64(shm_hash_get(hm, 50), 1);
 	CHECK_EQ_INT(mm1.shm[0].host_drops + mm2.shm[0].host_drops, 0);
 done:
-	for (uint32_t i = 0; i < GX_PACK_MAX_MAPS; i++) {
-		nv_shm_close(&mm1.shm[i]);
-		nv_shm_close(&mm2.shm[i]);
-		free(mm1.shm_init[i]);
-		free(mm2.shm_init[i]);
-	}
+	fk_procs_done(&mm1, &mm2);
 out:
 	gpuext_runtime__free(rt);
 }

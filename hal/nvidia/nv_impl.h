@@ -115,9 +115,8 @@ int nv_shm_ring_output(struct nv_shm *m, const void *data, uint32_t len);
  * appeared in the context's table) or -1 (it went) moves the element's
  * `refs`, and the key leaves when they reach 0. A key not in the map is
  * inserted with @full (unless @presence < 0; -E2BIG counted in host_drops
- * when the map is full). nv_shm_hash is core/maps.c's bucket hash.
+ * when the map is full). Keys go into core's buckets (gpuext_shm_hash).
  */
-uint32_t nv_shm_hash(const void *key, uint32_t len, uint32_t seed);
 /* "array", "hash", ... for the map types the device supports; "unknown" else. */
 const char *nv_map_type_name(uint32_t type);
 void nv_shm_hash_begin(struct nv_shm *m);

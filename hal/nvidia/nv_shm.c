@@ -180,26 +180,6 @@ int nv_shm_ring_output(struct nv_shm *m, const void *data, uint32_t len)
 	return 0;
 }
 
-/*
- * Hash maps: the bucket function of core/maps.c (FNV-1a over the key, seeded,
- * folded). tests/test_nv_preload.c checks it against gpuext_map_hash_bucket(),
- * so the two cannot drift apart unnoticed.
- */
-uint32_t nv_shm_hash(const void *key, uint32_t len, uint32_t seed)
-{
-	const uint8_t *p = key;
-	uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)seed << 32 | len);
-
-	for (uint32_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ull;
-	}
-	h ^= h >> 29;
-	h *= 0xbf58476d1ce4e5b9ull;
-	h ^= h >> 32;
-	return (uint32_t)h;
-}
-
 static struct gpuext_shm_elem *shm_elem(struct nv_shm *m, uint32_t idx)
 {
 	const struct gpuext_shm_hdr *h = m->base;
@@ -294,7 +274,7 @@ int nv_shm_hash_apply(struct nv_shm *m, const void *key, const void *delta, cons
 {
 	struct gpuext_shm_hdr *h = m->base;
 	uint32_t *buckets = (uint32_t *)((uint8_t *)m->base + h->buckets_off);
-	uint32_t hash = nv_shm_hash(key, h->key_size, h->hash_seed);
+	uint32_t hash = gpuext_shm_hash(key, h->key_size, h->hash_seed);
 	uint32_t b = hash & (h->nr_buckets - 1), idx, steps = 0;
 	struct gpuext_shm_elem *e;
 
