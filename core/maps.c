@@ -573,6 +573,7 @@ static int hash_update_locked(struct gpuext_map *map, const void *key, const voi
 			return -EEXIST;
 		gpuext_shm_write_begin(h);
 		memcpy(elem_value(map, elem_at(map, idx)), value, map->value_size);
+		elem_at(map, idx)->refs |= GPUEXT_SHM_REFS_OWNER;
 		lru_touch(map, idx);
 		gpuext_shm_write_end(h);
 		return 0;
@@ -589,7 +590,7 @@ static int hash_update_locked(struct gpuext_map *map, const void *key, const voi
 	h->free_head = e->next;
 	e->hash = hash;
 	e->in_use = 1;
-	e->refs = 0;
+	e->refs = GPUEXT_SHM_REFS_OWNER;
 	memcpy(elem_key(map, e), key, map->key_size);
 	memcpy(elem_value(map, e), value, map->value_size);
 	b = hash & (h->nr_buckets - 1);

@@ -44,7 +44,7 @@
 #include "internal.h"
 
 #define GPUEXT_SHM_MAGIC 0x50414d5458455047ULL /* "GPEXTMAP" little-endian */
-#define GPUEXT_SHM_VERSION 1
+#define GPUEXT_SHM_VERSION 2	/* 2: gpuext_shm_elem.refs (was padding) */
 #define GPUEXT_SHM_NIL UINT32_MAX
 #define GPUEXT_SHM_PREFIX "gpuext." /* /dev/shm/gpuext.<pid>.<id> */
 
@@ -111,10 +111,13 @@ struct gpuext_shm_elem {
 	uint32_t in_use;
 	/*
 	 * Hash maps mirrored from NVIDIA devices (hal/nvidia/nv_shm.c): how many
-	 * device contexts' published tables hold the key. 0 for a key written here.
+	 * device contexts' published tables hold the key, plus
+	 * GPUEXT_SHM_REFS_OWNER for a key written here (the mirror never
+	 * removes those).
 	 */
 	uint32_t refs;
 };
+#define GPUEXT_SHM_REFS_OWNER 0x80000000u
 
 /*
  * Owned by its runtime's map table from gpuext_map__create() until

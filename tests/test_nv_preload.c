@@ -247,6 +247,27 @@ out:
 	gpuext_runtime__free(rt);
 }
 
+/* Value changes are taken lane by lane (the value size's widest power of 2 up to 8), wrapping. */
+static void test_value_sub(void)
+{
+	uint64_t a = 5, b = 7, d = 0;
+	uint16_t h3[3] = { 1, 0xffff, 9 }, g3[3] = { 2, 1, 9 }, o3[3];
+	uint8_t c3[3] = { 0, 200, 3 }, e3[3] = { 1, 100, 3 }, p3[3];
+
+	CHECK_EQ_INT(nv_value_lane(8), 8);
+	CHECK_EQ_INT(nv_value_lane(12), 4);
+	CHECK_EQ_INT(nv_value_lane(6), 2);
+	CHECK_EQ_INT(nv_value_lane(3), 1);
+	nv_value_sub((uint8_t *)&d, (uint8_t *)&a, (uint8_t *)&b, 8);
+	CHECK_EQ_U64(d, (uint64_t)-2);
+	nv_value_sub((uint8_t *)&d, (uint8_t *)&a, NULL, 8);
+	CHECK_EQ_U64(d, 5);
+	nv_value_sub((uint8_t *)o3, (uint8_t *)h3, (uint8_t *)g3, 6);
+	CHECK(o3[0] == 0xffff && o3[1] == 0xfffe && o3[2] == 0);
+	nv_value_sub(p3, c3, e3, 3);
+	CHECK(p3[0] == 0xff && p3[1] == 100 && p3[2] == 0);
+}
+
 static void test_shm_hash(void)
 {
 	GPUEXT_OPTS(gpuext_runtime_opts, ro, .publish_maps = true);
@@ -354,12 +375,18 @@ static void test_shm_hash(void)
 
 		CHECK_EQ_INT(nv_shm_hash_apply(&s, &k, NULL, &lv, 1), 0);
 	}
-	/* an LRU element leaves its list when its last context deleted the key */
+	/*
+	 * An LRU element leaves its list when its last context deleted the key;
+	 * one a device changed becomes the most recently used.
+	 */
 	{
 		uint32_t k = 1;
 		uint64_t lv = (uint64_t)-101;
 
 		CHECK_EQ_INT(nv_shm_hash_apply(&s, &k, &lv, NULL, -1), 0);
+		k = 0;
+		lv = 5;
+		CHECK_EQ_INT(nv_shm_hash_apply(&s, &k, &lv, &lv, 0), 0);
 	}
 	nv_shm_hash_end(&s);
 	{
@@ -368,12 +395,35 @@ static void test_shm_hash(void)
 
 		CHECK_EQ_INT(gpuext_map__update(l, &k, &lv, BPF_ANY), 0);	/* a free element */
 		k = 51;
-		CHECK_EQ_INT(gpuext_map__update(l, &k, &lv, BPF_ANY), 0);	/* evicts the oldest: 0 */
-		k = 0;
+		CHECK_EQ_INT(gpuext_map__update(l, &k, &lv, BPF_ANY), 0);	/* evicts the oldest: 2 */
+		k = 2;
 		CHECK_EQ_INT(gpuext_map__lookup(l, &k, &lv), -ENOENT);
+		k = 0;
+		CHECK_EQ_INT(gpuext_map__lookup(l, &k, &lv), 0);
+		CHECK_EQ_U64(lv, 105);
 		k = 3;
 		CHECK_EQ_INT(gpuext_map__lookup(l, &k, &lv), 0);
 		CHECK_EQ_U64(lv, 103);
+	}
+	/* A key gpuext wrote is never removed by a device's deletion; its value is. */
+	nv_shm_hash_begin(&s);
+	{
+		uint32_t k = 50;
+		uint64_t lv = 7;
+
+		CHECK_EQ_INT(nv_shm_hash_apply(&s, &k, &lv, &lv, 1), 0);
+		lv = (uint64_t)-7;
+		CHECK_EQ_INT(nv_shm_hash_apply(&s, &k, &lv, NULL, -1), 0);
+		/* a deletion the element does not count (gpuext rewrote the key) takes nothing out */
+		CHECK_EQ_INT(nv_shm_hash_apply(&s, &k, &lv, NULL, -1), 0);
+	}
+	nv_shm_hash_end(&s);
+	{
+		uint32_t k = 50;
+		uint64_t lv = 0;
+
+		CHECK_EQ_INT(gpuext_map__lookup(l, &k, &lv), 0);
+		CHECK_EQ_U64(lv, 1);
 	}
 	nv_shm_close(&s);
 out:
@@ -1034,6 +1084,7 @@ int main(void)
 	test_pick_version();
 	test_fold();
 	test_shm();
+	test_value_sub();
 	test_shm_hash();
 #ifdef GPUEXT_NVPROBE_SO
 	test_e2e();

@@ -832,6 +832,20 @@ static void dev_hash_put(const struct nv_dmap *m, uint32_t key, uint64_t val, ui
 	CHECK(!"device table full");
 }
 
+/* The same in bucket @k itself, probing aside (a snapshot taken mid-update may show a key twice). */
+static void dev_hash_put_at(const struct nv_dmap *m, uint32_t k, uint32_t key, uint64_t val,
+			    uint32_t state)
+{
+	uint8_t *b = (uint8_t *)(uintptr_t)m->dptr + sizeof(struct gpuext_ptx_hash_hdr) +
+		     (size_t)k * m->bucket_size;
+	uint32_t h = gpuext_ptx_hash_key(&key, 4);
+
+	memcpy(b, &state, 4);
+	memcpy(b + 4, &h, 4);
+	memcpy(b + 8, &key, 4);
+	memcpy(b + 16, &val, 8);
+}
+
 static int64_t shm_hash_get(struct gpuext_map *h, uint32_t key)
 {
 	uint64_t v;
@@ -907,6 +921,58 @@ static void test_hash_two_processes(void)
 	CHECK_EQ_U64(shm_hash_get(hm, 9), 200);
 	CHECK_EQ_U64(shm_hash_get(hm, 50), 1);
 	CHECK_EQ_INT(mm1.shm[0].host_drops + mm2.shm[0].host_drops, 0);
+	/*
+	 * The shm map (8 entries: 9, 10, 50 held) has room for 5 of process 1's
+	 * 6 new keys: one is dropped (counted) and comes in as soon as process 2's
+	 * deletion of 10 makes room, though process 1 changed nothing since.
+	 */
+	for (uint32_t k = 20; k < 26; k++)
+		dev_hash_put(&x1->m[0], k, k * 10, GPUEXT_PTX_HASH_FULL);
+	nv_maps__mirror(&mm1);
+	CHECK_EQ_INT(mm1.shm[0].host_drops, 1);
+	dev_hash_put(&x2->m[0], 10, 1, GPUEXT_PTX_HASH_DELETED);
+	nv_maps__mirror(&mm2);
+	nv_maps__mirror(&mm1);
+	for (uint32_t k = 20; k < 26; k++)
+		CHECK_EQ_U64(shm_hash_get(hm, k), k * 10);
+	CHECK_EQ_U64(shm_hash_get(hm, 10), -1);
+	/* ... and its deletion takes out what it put in, nothing of another's. */
+	dev_hash_put(&x1->m[0], 25, 250, GPUEXT_PTX_HASH_DELETED);
+	nv_maps__mirror(&mm1);
+	CHECK_EQ_U64(shm_hash_get(hm, 25), -1);
+	CHECK_EQ_U64(shm_hash_get(hm, 24), 240);
+	/*
+	 * A snapshot that shows key 9 twice (copied while the device deleted it
+	 * and inserted it again further on): only its first copy on the probe
+	 * path counts, 201; once the old one is a tombstone, the new one, 202.
+	 */
+	{
+		uint32_t nb = x2->m[0].nr_buckets, k9 = gpuext_ptx_hash_key(&(uint32_t){ 9 }, 4) & (nb - 1);
+
+		dev_hash_put_at(&x2->m[0], k9, 9, 201, GPUEXT_PTX_HASH_FULL);
+		for (uint32_t k = (k9 + 1) & (nb - 1); k != k9; k = (k + 1) & (nb - 1)) {
+			uint32_t st;
+
+			memcpy(&st, (uint8_t *)(uintptr_t)x2->m[0].dptr +
+			       sizeof(struct gpuext_ptx_hash_hdr) + (size_t)k * x2->m[0].bucket_size, 4);
+			if (st == GPUEXT_PTX_HASH_EMPTY) {
+				dev_hash_put_at(&x2->m[0], k, 9, 202, GPUEXT_PTX_HASH_FULL);
+				break;
+			}
+		}
+		nv_maps__mirror(&mm2);
+		CHECK_EQ_U64(shm_hash_get(hm, 9), 201);
+		dev_hash_put_at(&x2->m[0], k9, 9, 201, GPUEXT_PTX_HASH_DELETED);
+		nv_maps__mirror(&mm2);
+		CHECK_EQ_U64(shm_hash_get(hm, 9), 202);
+	}
+	/* The key gpuext trace wrote: a device's value adds in and goes out again; the key stays. */
+	dev_hash_put(&x1->m[0], 50, 5, GPUEXT_PTX_HASH_FULL);
+	nv_maps__mirror(&mm1);
+	CHECK_EQ_U64(shm_hash_get(hm, 50), 6);
+	dev_hash_put(&x1->m[0], 50, 5, GPUEXT_PTX_HASH_DELETED);
+	nv_maps__mirror(&mm1);
+	CHECK_EQ_U64(shm_hash_get(hm, 50), 1);
 done:
 	fk_procs_done(&mm1, &mm2);
 out:

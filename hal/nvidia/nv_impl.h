@@ -123,6 +123,8 @@ void nv_shm_hash_begin(struct nv_shm *m);
 int nv_shm_hash_apply(struct nv_shm *m, const void *key, const void *delta, const void *full,
 		      int presence);
 void nv_shm_hash_end(struct nv_shm *m);
+/* The lane width values are added in: the value size's largest power-of-2 divisor up to 8. */
+unsigned nv_value_lane(uint32_t value_size);
 /* @out = @now - @then (@then NULL: 0), lane by lane as nv_shm_hash_apply adds, wrapping. */
 void nv_value_sub(uint8_t *out, const uint8_t *now, const uint8_t *then, uint32_t value_size);
 /* The device geometry of a hash map (codegen/ptx/ptx.h's layout). 0, -EINVAL, -E2BIG. */
@@ -235,8 +237,9 @@ struct nv_dmap {
 	uint64_t ring_drops;		/* ring: device drops (all shards) at the last drain */
 	uint8_t *init;			/* array, hash: the image uploaded */
 	uint8_t *last;			/* array, hash: last snapshot; kept after the context dies */
-	uint8_t *pub;			/* array: the snapshot whose change the shm values hold (init's
-					 * memory: the upload at first) */
+	uint8_t *pub;			/* array, hash: the snapshot whose change the shm map holds
+					 * (init's memory: the upload at first) */
+	uint8_t *scratch;		/* hash: a value's change, then a bit per bucket (hash_publish) */
 	bool have_last;
 };
 

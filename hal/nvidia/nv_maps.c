@@ -603,8 +603,7 @@ int nv_ring_drain(const struct nv_api *cu, CUstream st, struct nv_dmap *m, struc
 void nv_fold_values(uint8_t *acc, uint32_t dst_slots, const uint8_t *now, const uint8_t *base,
 		    uint32_t src_slots, uint32_t entries, uint32_t value_size, uint32_t stride)
 {
-	unsigned lane = value_size % 8 == 0 ? 8 : value_size % 4 == 0 ? 4 :
-			value_size % 2 == 0 ? 2 : 1;
+	unsigned lane = nv_value_lane(value_size);
 
 	if (!dst_slots || !src_slots)
 		return;
@@ -791,7 +790,8 @@ static int ctx_setup(struct nv_maps *mm, struct nv_ctx *x)
 			}
 			m->init = calloc(1, m->bytes);	/* all buckets EMPTY */
 			m->last = calloc(1, m->bytes);
-			if (!m->init || !m->last)
+			m->scratch = malloc(gpuext_round8(pm->value_size) + m->nr_buckets / 8 + 1);
+			if (!m->init || !m->last || !m->scratch)
 				return -ENOMEM;
 			hh = (struct gpuext_ptx_hash_hdr *)m->init;
 			hh->nr_buckets = m->nr_buckets;
@@ -982,43 +982,64 @@ static const uint8_t *img_find(const struct nv_dmap *m, const uint8_t *img, cons
 }
 
 /*
+ * The bucket of @img holding @key's live copy: a device table holds a key
+ * once, but a snapshot copied while a kernel deleted and inserted it again
+ * (into a new bucket: tombstones are never reused) may show it twice. Only
+ * the copy probing finds first counts.
+ */
+static bool img_live(const struct nv_dmap *m, const uint8_t *img, const uint8_t *key,
+		     uint32_t key_size, uint32_t hash)
+{
+	return img_find(m, img, key, key_size, hash) == key + gpuext_round8(key_size);
+}
+
+/*
  * One context's change to a hash map since it last published (m->pub to
  * m->last), applied to the shm map key by key: a changed value adds its
  * difference, a new key comes in (or is counted once more), a deleted key
- * takes its published value back out and is counted once less.
+ * takes its published value back out and is counted once less. Then pub
+ * becomes last, except that a key the shm map had no room for stays out of
+ * pub (its bucket a tombstone there), so the next round tries it again as
+ * new and a later deletion does not take out what was never put in.
  */
-static void hash_publish(struct nv_shm *s, const struct gx_pack_map *pm, const struct nv_dmap *m)
+static void hash_publish(struct nv_shm *s, const struct gx_pack_map *pm, struct nv_dmap *m)
 {
 	uint32_t ks = (uint32_t)gpuext_round8(pm->key_size), vs = pm->value_size;
-	uint8_t *delta = malloc(vs ? vs : 1);
+	uint8_t *delta = m->scratch, *failed = m->scratch + gpuext_round8(vs);
 
-	if (!delta) {
-		s->host_drops++;
-		return;
-	}
+	memset(failed, 0, m->nr_buckets / 8 + 1);
 	for (uint32_t k = 0; k < m->nr_buckets; k++) {
 		uint32_t hash;
 		const uint8_t *key = img_key(m, m->last, k, &hash), *then;
 
-		if (!key)
+		if (!key || !img_live(m, m->last, key, pm->key_size, hash))
 			continue;
 		then = img_find(m, m->pub, key, pm->key_size, hash);
 		if (then && !memcmp(key + ks, then, vs))
 			continue;
 		nv_value_sub(delta, key + ks, then, vs);
-		nv_shm_hash_apply(s, key, delta, key + ks, then ? 0 : 1);
+		if (nv_shm_hash_apply(s, key, delta, key + ks, then ? 0 : 1) == -E2BIG)
+			failed[k / 8] |= (uint8_t)(1u << (k % 8));
 	}
 	for (uint32_t k = 0; k < m->nr_buckets; k++) {
 		uint32_t hash;
 		const uint8_t *key = img_key(m, m->pub, k, &hash);
 
-		if (!key || img_find(m, m->last, key, pm->key_size, hash))
+		if (!key || !img_live(m, m->pub, key, pm->key_size, hash) ||
+		    img_find(m, m->last, key, pm->key_size, hash))
 			continue;
 		memset(delta, 0, vs);
 		nv_value_sub(delta, delta, key + ks, vs);
 		nv_shm_hash_apply(s, key, delta, NULL, -1);
 	}
-	free(delta);
+	memcpy(m->pub, m->last, m->bytes);
+	for (uint32_t k = 0; k < m->nr_buckets; k++)
+		if (failed[k / 8] & (1u << (k % 8))) {
+			uint32_t tomb = GPUEXT_PTX_HASH_DELETED;
+
+			memcpy(m->pub + sizeof(struct gpuext_ptx_hash_hdr) + (size_t)k * m->bucket_size,
+			       &tomb, sizeof(tomb));
+		}
 }
 
 static void publish(struct nv_maps *mm)
@@ -1061,10 +1082,9 @@ static void publish(struct nv_maps *mm)
 				continue;
 			nv_shm_hash_begin(s);
 			for (struct nv_ctx *x = mm->ctxs; x; x = x->next) {
-				if (x->broken || !x->m[i].have_last)
-					continue;
-				hash_publish(s, pm, &x->m[i]);
-				memcpy(x->m[i].pub, x->m[i].last, x->m[i].bytes);
+				if (!x->broken && x->m[i].have_last &&
+				    memcmp(x->m[i].last, x->m[i].pub, x->m[i].bytes))
+					hash_publish(s, pm, &x->m[i]);
 			}
 			nv_shm_hash_end(s);
 		} else if (pm->type == BPF_MAP_TYPE_RINGBUF) {

@@ -203,15 +203,14 @@ void nv_shm_hash_end(struct nv_shm *m)
 	gpuext_shm_unlock(h);
 }
 
-/* The lane width a value is added in: its size's largest power-of-2 divisor up to 8. */
-static unsigned value_lane(uint32_t value_size)
+unsigned nv_value_lane(uint32_t value_size)
 {
 	return value_size % 8 == 0 ? 8 : value_size % 4 == 0 ? 4 : value_size % 2 == 0 ? 2 : 1;
 }
 
 void nv_value_sub(uint8_t *out, const uint8_t *now, const uint8_t *then, uint32_t value_size)
 {
-	unsigned lane = value_lane(value_size);
+	unsigned lane = nv_value_lane(value_size);
 
 	for (uint32_t b = 0; b < value_size; b += lane) {
 		uint64_t x = 0, y = 0;
@@ -226,7 +225,7 @@ void nv_value_sub(uint8_t *out, const uint8_t *now, const uint8_t *then, uint32_
 
 static void add_lanes(uint8_t *dst, const uint8_t *src, uint32_t value_size)
 {
-	unsigned lane = value_lane(value_size);
+	unsigned lane = nv_value_lane(value_size);
 
 	for (uint32_t b = 0; b < value_size; b += lane) {
 		uint64_t x = 0, y = 0;
@@ -236,6 +235,36 @@ static void add_lanes(uint8_t *dst, const uint8_t *src, uint32_t value_size)
 		x += y;
 		memcpy(dst + b, &x, lane);
 	}
+}
+
+static void lru_unlink(struct nv_shm *m, uint32_t idx)
+{
+	struct gpuext_shm_hdr *h = m->base;
+	struct gpuext_shm_elem *e = shm_elem(m, idx);
+
+	if (e->lru_prev != GPUEXT_SHM_NIL)
+		shm_elem(m, e->lru_prev)->lru_next = e->lru_next;
+	else
+		h->lru_head = e->lru_next;
+	if (e->lru_next != GPUEXT_SHM_NIL)
+		shm_elem(m, e->lru_next)->lru_prev = e->lru_prev;
+	else
+		h->lru_tail = e->lru_prev;
+	e->lru_prev = e->lru_next = GPUEXT_SHM_NIL;
+}
+
+static void lru_push_head(struct nv_shm *m, uint32_t idx)
+{
+	struct gpuext_shm_hdr *h = m->base;
+	struct gpuext_shm_elem *e = shm_elem(m, idx);
+
+	e->lru_prev = GPUEXT_SHM_NIL;
+	e->lru_next = h->lru_head;
+	if (h->lru_head != GPUEXT_SHM_NIL)
+		shm_elem(m, h->lru_head)->lru_prev = idx;
+	else
+		h->lru_tail = idx;
+	h->lru_head = idx;
 }
 
 /* Unlinks element @idx (bucket @b) from its chain and the LRU list and frees it. */
@@ -251,17 +280,8 @@ static void hash_unlink(struct nv_shm *m, uint32_t b, uint32_t idx)
 	if (*link != idx)
 		return;	/* not on its chain: a damaged map, left as it is */
 	*link = e->next;
-	if (h->type == BPF_MAP_TYPE_LRU_HASH) {
-		if (e->lru_prev != GPUEXT_SHM_NIL)
-			shm_elem(m, e->lru_prev)->lru_next = e->lru_next;
-		else
-			h->lru_head = e->lru_next;
-		if (e->lru_next != GPUEXT_SHM_NIL)
-			shm_elem(m, e->lru_next)->lru_prev = e->lru_prev;
-		else
-			h->lru_tail = e->lru_prev;
-		e->lru_prev = e->lru_next = GPUEXT_SHM_NIL;
-	}
+	if (h->type == BPF_MAP_TYPE_LRU_HASH)
+		lru_unlink(m, idx);
 	e->in_use = 0;
 	e->refs = 0;
 	e->next = h->free_head;
@@ -269,6 +289,14 @@ static void hash_unlink(struct nv_shm *m, uint32_t b, uint32_t idx)
 	atomic_fetch_sub(&h->count, 1);
 }
 
+/*
+ * The element's `refs`: GPUEXT_SHM_REFS_OWNER when gpuext itself wrote the
+ * key (never removed from here), plus one per device context whose change
+ * the value holds. A context's deletion takes its value out only where it
+ * is counted (gpuext may have deleted the key and written it again); a
+ * context's change to an element that does not count it (the same) puts its
+ * whole value in and counts it.
+ */
 int nv_shm_hash_apply(struct nv_shm *m, const void *key, const void *delta, const void *full,
 		      int presence)
 {
@@ -280,19 +308,38 @@ int nv_shm_hash_apply(struct nv_shm *m, const void *key, const void *delta, cons
 
 	for (idx = buckets[b]; idx != GPUEXT_SHM_NIL && idx < h->max_entries &&
 	     steps++ <= h->max_entries; idx = e->next) {
+		uint8_t *val;
+		uint32_t counted;
+
 		e = shm_elem(m, idx);
-		if (e->in_use && e->hash == hash &&
-		    !memcmp((uint8_t *)e + h->key_off, key, h->key_size)) {
+		if (!e->in_use || e->hash != hash || memcmp((uint8_t *)e + h->key_off, key, h->key_size))
+			continue;
+		val = (uint8_t *)e + h->val_off;
+		counted = e->refs & ~GPUEXT_SHM_REFS_OWNER;
+		if (presence < 0) {
+			if (!counted)
+				return 0;
 			if (delta)
-				add_lanes((uint8_t *)e + h->val_off, delta, h->value_size);
-			if (presence > 0)
-				e->refs++;
-			else if (presence < 0 && e->refs && --e->refs == 0)
+				add_lanes(val, delta, h->value_size);
+			if (--e->refs == 0) {
 				hash_unlink(m, b, idx);
-			return 0;
+				return 0;
+			}
+		} else if (presence > 0 || !counted) {
+			if (full)
+				add_lanes(val, full, h->value_size);
+			e->refs++;
+		} else if (delta) {
+			add_lanes(val, delta, h->value_size);
 		}
+		/* A device changed it: the most recently used, as a BPF update would make it. */
+		if (h->type == BPF_MAP_TYPE_LRU_HASH && h->lru_head != idx) {
+			lru_unlink(m, idx);
+			lru_push_head(m, idx);
+		}
+		return 0;
 	}
-	/* Not there: a new key, or one gpuext trace deleted meanwhile (back with the context's value). */
+	/* Not there: a new key, or one gpuext deleted meanwhile (back with this context's value). */
 	if (presence < 0 || !full)
 		return 0;
 	idx = h->free_head;
@@ -309,15 +356,8 @@ int nv_shm_hash_apply(struct nv_shm *m, const void *key, const void *delta, cons
 	memcpy((uint8_t *)e + h->val_off, full, h->value_size);
 	e->next = buckets[b];
 	buckets[b] = idx;
-	if (h->type == BPF_MAP_TYPE_LRU_HASH) {
-		e->lru_prev = GPUEXT_SHM_NIL;
-		e->lru_next = h->lru_head;
-		if (h->lru_head != GPUEXT_SHM_NIL)
-			shm_elem(m, h->lru_head)->lru_prev = idx;
-		else
-			h->lru_tail = idx;
-		h->lru_head = idx;
-	}
+	if (h->type == BPF_MAP_TYPE_LRU_HASH)
+		lru_push_head(m, idx);
 	atomic_fetch_add(&h->count, 1);
 	return 0;
 }
