@@ -817,6 +817,52 @@ done:
 	gpuext_runtime__free(rt);
 }
 
+/*
+ * A kernel slot over the GPUs' entries (what `gpuext trace kerneldur` shows):
+ * sums, each entry's pending launch folded, the largest maximum, and whether
+ * it came from an entry processes share (an upper bound, shown as "<=").
+ */
+static void test_kerneldur_slot(void)
+{
+	struct gx_kdur_state e[GX_KDUR_GPUS];
+	struct trace_kernel ks[1] = { { .id = 69 } };
+	struct trace_kdur_slot q;
+	struct trace_hist h = { 0 };
+
+	memset(e, 0, sizeof(e));
+	/* GPU 0: 3 runs folded, one pending of 400 ns */
+	e[0] = (struct gx_kdur_state){ .pending = 1, .start_ns = 1000, .kernel_id = 69, .runs = 3,
+				      .total_ns = 300, .max_ns = 150 };
+	e[0].end[2].ns = 1400;
+	/* GPU 1: 2 runs, one launch overlapped, nothing pending */
+	e[1] = (struct gx_kdur_state){ .kernel_id = 69, .runs = 2, .total_ns = 100, .max_ns = 60,
+				      .unfinished = 1 };
+	/* GPU 2's entry, two processes added up: pending 500 + 600 ns, maxima 400 + 600 */
+	e[2] = (struct gx_kdur_state){ .pending = 2, .start_ns = 2000 + 3000, .kernel_id = 69 * 2,
+				      .max_ns = 1000 };
+	e[2].end[0].ns = 2500 + 3600;
+	trace_kdur_slot(e, GX_KDUR_GPUS, 69 % GX_KDUR_KSLOTS, ks, 1, &h, &q);
+	CHECK_EQ_U64(q.runs, 3 + 1 + 2 + 2);
+	CHECK_EQ_U64(q.total_ns, 300 + 400 + 100 + 1100);
+	CHECK_EQ_U64(q.unfinished, 1);
+	CHECK_EQ_U64(q.max_ns, 1000);
+	CHECK(q.max_shared);
+	CHECK_EQ_U64(q.kernel_id, 69);
+	CHECK_EQ_U64(h.n, 3);		/* GPU 0's pending launch, GPU 2's two */
+	CHECK_EQ_U64(h.sum, 400 + 550 + 550);
+	/* A larger maximum from an entry of one process: exact. */
+	e[0].max_ns = 2000;
+	memset(&h, 0, sizeof(h));
+	trace_kdur_slot(e, GX_KDUR_GPUS, 69 % GX_KDUR_KSLOTS, ks, 1, &h, &q);
+	CHECK_EQ_U64(q.max_ns, 2000);
+	CHECK(!q.max_shared);
+	/* Nothing ran: nothing. */
+	memset(e, 0, sizeof(e));
+	trace_kdur_slot(e, GX_KDUR_GPUS, 5, ks, 1, &h, &q);
+	CHECK_EQ_U64(q.runs, 0);
+	CHECK_EQ_U64(q.kernel_id, 0);
+}
+
 /* ---- launchlate's slot ring --------------------------------------------- */
 
 /* A slot ring held here: what the shm copy of `starts` would show. */
@@ -1097,6 +1143,7 @@ int main(void)
 	test_mem_expand();
 	test_mem_account();
 	test_kerneldur();
+	test_kerneldur_slot();
 	test_slots_reader();
 	test_slots_giveup();
 	test_launchlate_slots();

@@ -800,9 +800,8 @@ static void show_kerneldur(struct tracer *t, FILE *f, bool final, FILE *out)
 {
 	uint64_t b[GX_KDUR_BUCKETS], unfinished = 0;
 	struct gpuext_map *sm = map_named(t, "state");
-	struct gx_kdur_state *s, e;
-	uint64_t runs[GX_KDUR_KSLOTS], total[GX_KDUR_KSLOTS], max[GX_KDUR_KSLOTS];
-	bool shared[GX_KDUR_KSLOTS];
+	struct gx_kdur_state e[GX_KDUR_GPUS];
+	struct trace_kdur_slot *ks;
 	struct trace_hist h = { 0 };
 	char a[32], c[32], nb[64];
 
@@ -813,44 +812,22 @@ static void show_kerneldur(struct tracer *t, FILE *f, bool final, FILE *out)
 			GX_KDUR_GPUS, GX_KDUR_KSLOTS);
 		return;
 	}
-	s = calloc(GX_KDUR_KSLOTS, sizeof(*s));	/* 20 KiB: a kernel id per slot */
-	if (!s) {
+	ks = calloc(GX_KDUR_KSLOTS, sizeof(*ks));
+	if (!ks) {
 		fprintf(f, "kerneldur: out of memory\n");
 		return;
 	}
 	trace_hist_add_buckets(&h, b, GX_KDUR_BUCKETS);
-	/*
-	 * The device folded every launch but each kernel's last on each GPU: that one is
-	 * folded here. A slot's numbers are the sum over GPUs, its maximum the largest.
-	 */
+	/* The device folded every launch but each kernel's last on each GPU: that one is folded here. */
 	for (uint32_t k = 0; k < GX_KDUR_KSLOTS; k++) {
-		runs[k] = total[k] = max[k] = 0;
-		shared[k] = false;
 		for (uint32_t g = 0; g < GX_KDUR_GPUS; g++) {
 			uint32_t key = g * GX_KDUR_KSLOTS + k;
-			uint64_t n, sum, m;
 
-			if (gpuext_map__lookup(sm, &key, &e) || (!e.runs && !e.pending && !e.unfinished))
-				continue;
-			runs[k] += e.runs;
-			total[k] += e.total_ns;
-			m = e.max_ns;
-			unfinished += e.unfinished;
-			n = trace_kdur_pending(&e, &sum);
-			for (uint64_t i = 0; i < n; i++)
-				trace_hist_add(&h, sum / n);
-			runs[k] += n;
-			total[k] += sum;
-			if (n && sum / n > m)
-				m = sum / n;
-			if (m > max[k])
-				max[k] = m;
-			/* Processes that share a GPU id add their entries: their kernel ids too. */
-			if (e.pending > 1)
-				shared[k] = true;
-			if (!s[k].kernel_id || e.pending <= 1)
-				s[k].kernel_id = trace_kdur_kernel_id(&e, k, t->kernels, t->nkernels);
+			if (gpuext_map__lookup(sm, &key, &e[g]))
+				memset(&e[g], 0, sizeof(e[g]));
 		}
+		trace_kdur_slot(e, GX_KDUR_GPUS, k, t->kernels, t->nkernels, &h, &ks[k]);
+		unfinished += ks[k].unfinished;
 	}
 	fprintf(f, "kerneldur: %" PRIu64 " kernel runs timed; p50 < %s, p99 < %s", h.n,
 		trace_fmt_ns(trace_hist_quantile(&h, 0.5), a, sizeof(a)),
@@ -859,28 +836,26 @@ static void show_kerneldur(struct tracer *t, FILE *f, bool final, FILE *out)
 		fprintf(f, "; %" PRIu64 " launch(es) overlapped by the next one of their kernel, "
 			"not timed", unfinished);
 	fputc('\n', f);
-	if (!final && !out) {
-		free(s);
-		return;
-	}
 	if (final)
 		trace_hist_print(f, &h, true);
 	if (final)
 		fprintf(f, "  %-40s %8s %12s %12s\n", "KERNEL", "RUNS", "MEAN", "MAX");
-	for (uint32_t k = 0; k < GX_KDUR_KSLOTS; k++) {
-		if (!runs[k])
+	for (uint32_t k = 0; (final || out) && k < GX_KDUR_KSLOTS; k++) {
+		const struct trace_kdur_slot *q = &ks[k];
+
+		if (!q->runs)
 			continue;
 		if (final)
 			/* processes sharing a GPU id add their maxima: an upper bound */
 			fprintf(f, "  %-40.40s %8" PRIu64 " %12s %s%s\n",
-				kname(t, s[k].kernel_id, nb, sizeof(nb)), runs[k],
-				trace_fmt_ns(total[k] / runs[k], a, sizeof(a)),
-				shared[k] ? "<= " : "", trace_fmt_ns(max[k], c, sizeof(c)));
+				kname(t, q->kernel_id, nb, sizeof(nb)), q->runs,
+				trace_fmt_ns(q->total_ns / q->runs, a, sizeof(a)),
+				q->max_shared ? "<= " : "", trace_fmt_ns(q->max_ns, c, sizeof(c)));
 		if (out)
 			fprintf(out, "%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
-				kname(t, s[k].kernel_id, nb, sizeof(nb)), runs[k], total[k], max[k]);
+				kname(t, q->kernel_id, nb, sizeof(nb)), q->runs, q->total_ns, q->max_ns);
 	}
-	free(s);
+	free(ks);
 }
 
 static void show_generic(struct tracer *t, FILE *f, bool final)

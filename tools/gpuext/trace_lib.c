@@ -603,6 +603,36 @@ uint64_t trace_kdur_kernel_id(const struct gx_kdur_state *s, uint32_t slot,
 	return s->kernel_id / s->pending;	/* not listed: a best guess */
 }
 
+void trace_kdur_slot(const struct gx_kdur_state *e, unsigned n, uint32_t slot,
+		     const struct trace_kernel *k, size_t nk, struct trace_hist *h,
+		     struct trace_kdur_slot *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (unsigned g = 0; g < n; g++) {
+		const struct gx_kdur_state *s = &e[g];
+		uint64_t p, sum, m = s->max_ns;
+
+		if (!s->runs && !s->pending && !s->unfinished)
+			continue;
+		out->runs += s->runs;
+		out->total_ns += s->total_ns;
+		out->unfinished += s->unfinished;
+		p = trace_kdur_pending(s, &sum);
+		for (uint64_t i = 0; i < p; i++)
+			trace_hist_add(h, sum / p);
+		out->runs += p;
+		out->total_ns += sum;
+		if (p && sum / p > m)
+			m = sum / p;
+		if (m > out->max_ns) {
+			out->max_ns = m;
+			out->max_shared = s->pending > 1;
+		}
+		if (!out->kernel_id || s->pending <= 1)
+			out->kernel_id = trace_kdur_kernel_id(s, slot, k, nk);
+	}
+}
+
 void trace_smload(const uint64_t *blocks, size_t n, struct trace_smload *out)
 {
 	memset(out, 0, sizeof(*out));

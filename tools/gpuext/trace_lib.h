@@ -160,24 +160,41 @@ void trace_smload(const uint64_t *blocks, size_t n, struct trace_smload *out);
 /*
  * The launch a kerneldur state entry still holds (probes.h: the device folds
  * a launch when the next one of its kernel starts, so the last one is left):
- * 0 when there is none, else how many launches (one per GPU whose mirror
- * added into @s: `pending`) with *total_ns their durations together: the
- * latest end minus the start (with one GPU exact; with several, the sums the
- * mirror made give the total of the GPUs' durations, give or take the spread
- * of their last blocks). A launch with no end after its start yet (still
- * running, or no block ended) counts none.
+ * 0 when there is none, else how many launches (one per process whose mirror
+ * added into @s: `pending`; each GPU has entries of its own, so only
+ * processes that share a GPU id add up) with *total_ns their durations
+ * together: the latest end minus the start (with one process exact; with
+ * several, the sums the mirror made give the total of their durations, give
+ * or take the spread of their last blocks). A launch with no end after its
+ * start yet (still running, or no block ended) counts none.
  */
 uint64_t trace_kdur_pending(const struct gx_kdur_state *s, uint64_t *total_ns);
 
 struct trace_kernel;
 /*
  * The kernel id of kerneldur state slot @slot: the mirror added up the id
- * every GPU that ran the kernel wrote (`pending` of them), modulo 2^64, so
- * with several it is the listed kernel (@k, kernels.txt) of that slot whose
- * id times `pending` is the sum.
+ * every process that ran the kernel on this GPU id wrote (`pending` of
+ * them), modulo 2^64, so with several it is the listed kernel (@k,
+ * kernels.txt) of that slot whose id times `pending` is the sum.
  */
 uint64_t trace_kdur_kernel_id(const struct gx_kdur_state *s, uint32_t slot,
 			      const struct trace_kernel *k, size_t n);
+
+/* One kernel slot of kerneldur over every GPU's entry for it. */
+struct trace_kdur_slot {
+	uint64_t runs, total_ns, max_ns, unfinished, kernel_id;
+	bool max_shared;	/* the maximum is an entry processes share: their sum, an upper bound */
+};
+/*
+ * Folds kernel slot @slot's entries of @n GPUs (@e[g] = state[g x
+ * GX_KDUR_KSLOTS + slot]; entries that never saw a launch are skipped): the
+ * runs, durations and unfinished launches summed, each entry's pending
+ * launch folded (trace_kdur_pending) and its duration added to @h, the
+ * maximum the largest of the entries'.
+ */
+void trace_kdur_slot(const struct gx_kdur_state *e, unsigned n, uint32_t slot,
+		     const struct trace_kernel *k, size_t nk, struct trace_hist *h,
+		     struct trace_kdur_slot *out);
 
 /* ---- kernels.txt ------------------------------------------------------------ */
 

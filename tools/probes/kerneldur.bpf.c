@@ -24,9 +24,13 @@
  * counts from its earlier ones, or in `unfinished`. Launches of one kernel that overlap in
  * time (several streams) are cut at the next start: a launch with no block
  * end before it counts in `unfinished`. Kernels whose ids share a slot mix.
- * Each GPU times its own launches (state[] has GX_KDUR_GPUS x GX_KDUR_KSLOTS
- * entries), so two GPUs running one kernel never fold each other's; processes
- * that share a GPU id (one GPU each, each seeing it as GPU 0) share entries.
+ * Each GPU has entries of its own (state[] has GX_KDUR_GPUS x GX_KDUR_KSLOTS):
+ * on NVIDIA every context has its own copy of the map anyway, so this is what
+ * lets the host's mirror show each GPU's state as written instead of a sum,
+ * and it keeps GPUs apart where one map serves several (the interpreter).
+ * Processes that share a GPU id (one GPU each, each seeing it as GPU 0)
+ * still add up in the mirror; one that attaches while another has a launch
+ * pending starts from that state (uploaded at attach) and may fold it once.
  *
  * Why not exact on the device: the last block can know it is last only from
  * a returning atomic, and waiting for one at every block's exit cost the
