@@ -20,7 +20,9 @@
 #                                   SM sum to the blocks launched, device kernel durations <= the
 #                                   cudaEvent time, with 2+ GPUs exits per GPU ordinal == the
 #                                   blocks launched there (multigpu.cu), memtrace through a
-#                                   device function (devfunc.cu), threadhist with a full constant
+#                                   device function (devfunc.cu), two processes' counts adding up in
+#                                   one threadhist array and one hash map (probe_hashcount.bpf.c),
+#                                   threadhist with a full constant
 #                                   bank (bigconst.cu), a CUDA graph's replays paired with their
 #                                   launches (graph.cu), and every app's result unchanged; then the
 #                                   benchmark unless GPUEXT_NO_BENCH=1 (or GPUEXT_PROBES_NO_BENCH=1).
@@ -54,7 +56,7 @@ if [ "${1:-}" = "--prepare" ]; then
   cp "$build"/tools/probes/*.bpf.o "$bundle/probes/"
   mkdir -p "$bundle/test"
   cp "$build"/tests/bpf/probe_unplaced.bpf.o "$build"/tests/bpf/probe_bigrec.bpf.o \
-     "$build"/tests/bpf/hash_count.bpf.o "$bundle/test/"
+     "$build"/tests/bpf/hash_count.bpf.o "$build"/tests/bpf/probe_hashcount.bpf.o "$bundle/test/"
   # The preload library goes into the apps' processes: glibc only.
   extra=$(ldd "$bundle/libgpuext-nvprobe.so" | awk '/=>/ {print $1}' |
           grep -vE '^(libc|libm|libdl|libpthread|librt)\.so' || true)
@@ -240,6 +242,11 @@ traced th_bigconst threadhist --interval 0 --out "$logs/th_bigconst.csv" -- "$ap
 traced th_twoproc threadhist --per-thread --interval 0 --out "$logs/th_twoproc.csv" -- \
     sh -c "\"$apps/vecadd\" 1048576 & \"$apps/vecadd\" 65536; wait" &&
   check threadhist th_twoproc_perthread "$logs/th_twoproc.log" "$logs/th_twoproc.csv" thread
+# The same two processes under a hash map (tests/bpf/probe_hashcount.bpf.c): keys and counts add up
+# (before the thirteenth session each process rebuilt the shared map, and the last one won).
+traced hash_twoproc "$bundle/test/probe_hashcount.bpf.o" --interval 0 -- \
+    sh -c "\"$apps/vecadd\" 1048576 & \"$apps/vecadd\" 65536; wait" &&
+  check hashcount hash_twoproc "$logs/hash_twoproc.log" blocks
 
 say "memtrace: recorded addresses == the apps' access pattern, exactly"
 traced mt_vecadd memtrace --interval 0 --out "$logs/mt_vecadd.txt" -- "$apps/vecadd" 4096 &&

@@ -858,6 +858,42 @@ static void show_kerneldur(struct tracer *t, FILE *f, bool final, FILE *out)
 	free(ks);
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* A hash map with 4-byte keys and 4- or 8-byte values: "hash NAME: [k]=v ...", keys in order. */
+static void show_hash(struct gpuext_map *m, FILE *f, bool final)
+{
+	uint32_t vs = gpuext_map__value_size(m), cap = final ? 64 : 8, n = 0, k, *keys;
+	uint64_t v;
+	bool more = false;
+
+	keys = malloc(sizeof(*keys) * 4096);
+	if (!keys)
+		return;
+	for (int e = gpuext_map__next_key(m, NULL, &k); !e && n < 4096;
+	     e = gpuext_map__next_key(m, &keys[n - 1], &k))
+		keys[n++] = k;
+	qsort(keys, n, sizeof(*keys), cmp_u32);
+	fprintf(f, "hash %s:", gpuext_map__name(m));
+	for (uint32_t i = 0, shown = 0; i < n; i++) {
+		v = 0;
+		if (gpuext_map__lookup(m, &keys[i], &v))
+			continue;	/* deleted meanwhile */
+		if (shown++ == cap) {
+			more = true;
+			break;
+		}
+		fprintf(f, " [%u]=%" PRIu64, keys[i], vs == 4 ? (uint64_t)(uint32_t)v : v);
+	}
+	fprintf(f, "%s\n", !n ? " (empty)" : more ? " ..." : "");
+	free(keys);
+}
+
 static void show_generic(struct tracer *t, FILE *f, bool final)
 {
 	for (int i = 0; i < t->nrb; i++)
@@ -868,6 +904,11 @@ static void show_generic(struct tracer *t, FILE *f, bool final)
 		uint32_t vs = gpuext_map__value_size(m);
 		uint8_t *val;
 
+		if ((type == BPF_MAP_TYPE_HASH || type == BPF_MAP_TYPE_LRU_HASH) &&
+		    gpuext_map__key_size(m) == 4 && (vs == 4 || vs == 8)) {
+			show_hash(m, f, final);
+			continue;
+		}
 		if (type != BPF_MAP_TYPE_ARRAY || gpuext_map__key_size(m) != 4)
 			continue;
 		val = malloc(vs);

@@ -145,6 +145,25 @@ def c_smload(name, log, out):
                   f"{total} blocks counted on {len(per)} SMs, {blocks} launched; imbalance {imb:.2f}")
 
 
+def c_hashcount(name, log, mapname):
+    """tests/bpf/probe_hashcount.bpf.o: the hash map gpuext trace shows
+    ("hash NAME: [k]=v ...") holds key 0 = every block launched, and for each
+    grid x size the blocks of the launches of that size, exactly."""
+    want = {0: 0}
+    for l in launches(log):
+        blocks = int(l["blocks"])
+        gx = int(l["grid"].split(",")[0])
+        want[0] += blocks
+        want[gx] = want.get(gx, 0) + blocks
+    got = None
+    for line in open(log, errors="replace"):
+        if line.startswith(f"hash {mapname}:"):
+            got = {int(k): int(v) for k, v in re.findall(r"\[(\d+)\]=(\d+)", line)}
+    if got is None:
+        return result(name, False, f"no 'hash {mapname}:' line in {log}")
+    return result(name, got == want, f"blocks counted {dict(sorted(got.items()))}, launched {dict(sorted(want.items()))}")
+
+
 def c_kerneldur(name, log, out, kernel):
     """Device-measured duration vs the app's cudaEvent time (which includes launch overhead)."""
     ev_ms = float(gt_one(log, "time", kernel)["ms"])
@@ -197,6 +216,8 @@ def main(argv):
         return c_smload(*a)
     if c == "kerneldur":
         return c_kerneldur(*a)
+    if c == "hashcount":
+        return c_hashcount(*a)
     if c == "same":
         return c_same(*a)
     if c == "multigpu":
