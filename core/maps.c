@@ -505,32 +505,12 @@ static uint32_t hash_find(const struct gpuext_map *map, const void *key, uint32_
 
 static void lru_unlink(struct gpuext_map *map, uint32_t idx)
 {
-	struct gpuext_shm_hdr *h = map->hdr;
-	struct gpuext_shm_elem *e = elem_at(map, idx);
-
-	if (e->lru_prev != GPUEXT_SHM_NIL)
-		elem_at(map, e->lru_prev)->lru_next = e->lru_next;
-	else
-		h->lru_head = e->lru_next;
-	if (e->lru_next != GPUEXT_SHM_NIL)
-		elem_at(map, e->lru_next)->lru_prev = e->lru_prev;
-	else
-		h->lru_tail = e->lru_prev;
-	e->lru_prev = e->lru_next = GPUEXT_SHM_NIL;
+	gpuext_shm_lru_unlink(map->hdr, idx);
 }
 
 static void lru_push_head(struct gpuext_map *map, uint32_t idx)
 {
-	struct gpuext_shm_hdr *h = map->hdr;
-	struct gpuext_shm_elem *e = elem_at(map, idx);
-
-	e->lru_prev = GPUEXT_SHM_NIL;
-	e->lru_next = h->lru_head;
-	if (h->lru_head != GPUEXT_SHM_NIL)
-		elem_at(map, h->lru_head)->lru_prev = idx;
-	else
-		h->lru_tail = idx;
-	h->lru_head = idx;
+	gpuext_shm_lru_push_head(map->hdr, idx);
 }
 
 /* A use of an LRU element: it becomes the most recently used. */

@@ -222,5 +222,9 @@ int gpuext_shm_check_hdr(const struct gpuext_shm_hdr *h, uint64_t file_size);
  * links shm.c but not maps.c, writes the same buckets (hal/nvidia/nv_shm.c).
  */
 uint32_t gpuext_shm_hash(const void *key, uint32_t len, uint32_t seed);
+/* A hash map's element @idx in the mapping whose header is @h, and its LRU list (shm.c). */
+struct gpuext_shm_elem *gpuext_shm_elem_at(struct gpuext_shm_hdr *h, uint32_t idx);
+void gpuext_shm_lru_unlink(struct gpuext_shm_hdr *h, uint32_t idx);
+void gpuext_shm_lru_push_head(struct gpuext_shm_hdr *h, uint32_t idx);
 
 #endif

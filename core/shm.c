@@ -111,6 +111,39 @@ static bool fits(uint64_t off, uint64_t n, uint64_t size, uint64_t limit)
 	       !__builtin_add_overflow(off, bytes, &end) && end <= limit;
 }
 
+struct gpuext_shm_elem *gpuext_shm_elem_at(struct gpuext_shm_hdr *h, uint32_t idx)
+{
+	return (void *)((uint8_t *)h + h->values_off + (uint64_t)idx * h->elem_size);
+}
+
+void gpuext_shm_lru_unlink(struct gpuext_shm_hdr *h, uint32_t idx)
+{
+	struct gpuext_shm_elem *e = gpuext_shm_elem_at(h, idx);
+
+	if (e->lru_prev != GPUEXT_SHM_NIL)
+		gpuext_shm_elem_at(h, e->lru_prev)->lru_next = e->lru_next;
+	else
+		h->lru_head = e->lru_next;
+	if (e->lru_next != GPUEXT_SHM_NIL)
+		gpuext_shm_elem_at(h, e->lru_next)->lru_prev = e->lru_prev;
+	else
+		h->lru_tail = e->lru_prev;
+	e->lru_prev = e->lru_next = GPUEXT_SHM_NIL;
+}
+
+void gpuext_shm_lru_push_head(struct gpuext_shm_hdr *h, uint32_t idx)
+{
+	struct gpuext_shm_elem *e = gpuext_shm_elem_at(h, idx);
+
+	e->lru_prev = GPUEXT_SHM_NIL;
+	e->lru_next = h->lru_head;
+	if (h->lru_head != GPUEXT_SHM_NIL)
+		gpuext_shm_elem_at(h, h->lru_head)->lru_prev = idx;
+	else
+		h->lru_tail = idx;
+	h->lru_head = idx;
+}
+
 uint32_t gpuext_shm_hash(const void *key, uint32_t len, uint32_t seed)
 {
 	const uint8_t *p = key;

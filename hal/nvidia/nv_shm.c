@@ -237,36 +237,6 @@ static void add_lanes(uint8_t *dst, const uint8_t *src, uint32_t value_size)
 	}
 }
 
-static void lru_unlink(struct nv_shm *m, uint32_t idx)
-{
-	struct gpuext_shm_hdr *h = m->base;
-	struct gpuext_shm_elem *e = shm_elem(m, idx);
-
-	if (e->lru_prev != GPUEXT_SHM_NIL)
-		shm_elem(m, e->lru_prev)->lru_next = e->lru_next;
-	else
-		h->lru_head = e->lru_next;
-	if (e->lru_next != GPUEXT_SHM_NIL)
-		shm_elem(m, e->lru_next)->lru_prev = e->lru_prev;
-	else
-		h->lru_tail = e->lru_prev;
-	e->lru_prev = e->lru_next = GPUEXT_SHM_NIL;
-}
-
-static void lru_push_head(struct nv_shm *m, uint32_t idx)
-{
-	struct gpuext_shm_hdr *h = m->base;
-	struct gpuext_shm_elem *e = shm_elem(m, idx);
-
-	e->lru_prev = GPUEXT_SHM_NIL;
-	e->lru_next = h->lru_head;
-	if (h->lru_head != GPUEXT_SHM_NIL)
-		shm_elem(m, h->lru_head)->lru_prev = idx;
-	else
-		h->lru_tail = idx;
-	h->lru_head = idx;
-}
-
 /* Unlinks element @idx (bucket @b) from its chain and the LRU list and frees it. */
 static void hash_unlink(struct nv_shm *m, uint32_t b, uint32_t idx)
 {
@@ -281,7 +251,7 @@ static void hash_unlink(struct nv_shm *m, uint32_t b, uint32_t idx)
 		return;	/* not on its chain: a damaged map, left as it is */
 	*link = e->next;
 	if (h->type == BPF_MAP_TYPE_LRU_HASH)
-		lru_unlink(m, idx);
+		gpuext_shm_lru_unlink(h, idx);
 	e->in_use = 0;
 	e->refs = 0;
 	e->next = h->free_head;
@@ -334,8 +304,8 @@ int nv_shm_hash_apply(struct nv_shm *m, const void *key, const void *delta, cons
 		}
 		/* A device changed it: the most recently used, as a BPF update would make it. */
 		if (h->type == BPF_MAP_TYPE_LRU_HASH && h->lru_head != idx) {
-			lru_unlink(m, idx);
-			lru_push_head(m, idx);
+			gpuext_shm_lru_unlink(h, idx);
+			gpuext_shm_lru_push_head(h, idx);
 		}
 		return 0;
 	}
@@ -357,7 +327,7 @@ int nv_shm_hash_apply(struct nv_shm *m, const void *key, const void *delta, cons
 	e->next = buckets[b];
 	buckets[b] = idx;
 	if (h->type == BPF_MAP_TYPE_LRU_HASH)
-		lru_push_head(m, idx);
+		gpuext_shm_lru_push_head(h, idx);
 	atomic_fetch_add(&h->count, 1);
 	return 0;
 }
