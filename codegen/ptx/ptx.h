@@ -182,13 +182,12 @@ static inline size_t gpuext_ptx_rb_aux_bytes(uint32_t nr_slots)
  * release order; delete turns FULL into DELETED (a tombstone, never reused
  * on the device). A host reader takes FULL buckets only.
  *
- * An insert reserves room (count) before it claims a bucket, so when more
- * inserts are in flight than the table has free entries, some fail with
- * -E2BIG, even one whose key another insert is adding at that moment (Linux
- * looks for the key under the bucket's lock before it allocates, and says
- * -EEXIST there). Count-or-insert code on many blocks at once needs
- * max_entries well above its keys plus the inserts in flight
- * (tests/bpf/probe_hashcount.bpf.c).
+ * An insert claims its bucket before it takes room (count): one that finds
+ * the table full gives the bucket back (EMPTY again) and fails with -E2BIG,
+ * and an insert that waited on that bucket tries it again, so probe paths
+ * keep no holes. An insert racing another of the same key therefore always
+ * finds that key (-EEXIST with BPF_NOEXIST), however full the table, as
+ * Linux does under its bucket lock (tests/bpf/probe_hashcount.bpf.c).
  */
 enum {
 	GPUEXT_PTX_HASH_EMPTY = 0,
