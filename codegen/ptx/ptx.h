@@ -185,9 +185,12 @@ static inline size_t gpuext_ptx_rb_aux_bytes(uint32_t nr_slots)
  * An insert claims its bucket before it takes room (count): one that finds
  * the table full gives the bucket back (EMPTY again) and fails with -E2BIG,
  * and an insert that waited on that bucket tries it again, so probe paths
- * keep no holes. An insert racing another of the same key therefore always
- * finds that key (-EEXIST with BPF_NOEXIST), however full the table, as
- * Linux does under its bucket lock (tests/bpf/probe_hashcount.bpf.c).
+ * keep no holes. An insert racing another of the same key therefore finds
+ * that key (-EEXIST with BPF_NOEXIST) whenever the first insert got in, not
+ * -E2BIG from a table full of inserts in flight, as Linux does under its
+ * bucket lock (tests/bpf/probe_hashcount.bpf.c). Tombstones are still never
+ * reused: heavy insert/delete churn in one run ends in -E2BIG below
+ * max_entries.
  */
 enum {
 	GPUEXT_PTX_HASH_EMPTY = 0,

@@ -960,8 +960,8 @@ static const char rt_hash[] =
 	 * gives its claimed bucket back (EMPTY again) and says -E2BIG, and one
 	 * that waited on a bucket given back tries that same bucket again, so
 	 * the probe path never gets a hole. An insert racing another of the same
-	 * key thus always sees that key (-EEXIST, or its value overwritten), as
-	 * under Linux's bucket lock, however full the table is: counting the
+	 * key thus sees that key whenever the first got in (-EEXIST, or its value
+	 * overwritten), as under Linux's bucket lock: counting the
 	 * room first failed such inserts with -E2BIG while the first was in
 	 * flight (count-or-insert on 4,352 blocks, a 16-entry map, H100: 110 of
 	 * 256 blocks counted).
