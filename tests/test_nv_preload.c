@@ -90,6 +90,91 @@ static void test_filter_and_line(void)
 	CHECK(!strcmp(buf, "42 0000000000000abc error:jit_failed k\n"));
 }
 
+/* PCI addresses and a GPU's rank among the system's (nv_gpu_rank: GPU ids). */
+static void test_gpu_rank(void)
+{
+	char tmp[] = "/tmp/gpuext-gpurank-XXXXXX", a[600], b[600], dirs[1300], err[512];
+	static const char *const in_a[] = { "0000:3b:00.0", "0000:b1:00.0", "unbind" };
+	static const char *const in_b[] = { "0000:17:00.0", "0000:3B:00.0", "0000:65:00.0",
+					    "0000:b1:00.0", "0000:ca:00.0", "module" };
+	uint64_t x, y;
+
+	CHECK_EQ_INT(nv_pci_addr("0000:1E:00.0", &x), 0);
+	CHECK_EQ_INT(nv_pci_addr("00000000:1e:00.0", &y), 0);	/* nvidia-smi's 8-digit domain */
+	CHECK_EQ_U64(x, y);
+	CHECK_EQ_INT(nv_pci_addr("0000:1e:01.0", &y), 0);
+	CHECK(y > x);
+	CHECK_EQ_INT(nv_pci_addr("0001:00:00.0", &y), 0);	/* the domain ranks first */
+	CHECK(y > x);
+	CHECK_EQ_INT(nv_pci_addr("0000:1e:00.7", &y), 0);
+	CHECK_EQ_U64(y, x + 7);
+	CHECK_EQ_INT(nv_pci_addr("000:1e:00.0", &y), -EINVAL);		/* 3-digit domain */
+	CHECK_EQ_INT(nv_pci_addr("000000000:1e:00.0", &y), -EINVAL);	/* 9 */
+	CHECK_EQ_INT(nv_pci_addr("0000:1e:00.8", &y), -EINVAL);	/* function 0-7 */
+	CHECK_EQ_INT(nv_pci_addr("0000:1e:20.0", &y), -EINVAL);	/* device 0-1f */
+	CHECK_EQ_INT(nv_pci_addr("0000:1e:00", &y), -EINVAL);
+	CHECK_EQ_INT(nv_pci_addr("0000:1e:00.0 ", &y), -EINVAL);
+	CHECK_EQ_INT(nv_pci_addr("0000:1g:00.0", &y), -EINVAL);
+	CHECK_EQ_INT(nv_pci_addr("0000:1e:0.0", &y), -EINVAL);
+	CHECK_EQ_INT(nv_pci_addr("", &y), -EINVAL);
+
+	if (!mkdtemp(tmp)) {
+		CHECK(!"mkdtemp");
+		return;
+	}
+	snprintf(a, sizeof(a), "%s/a", tmp);
+	snprintf(b, sizeof(b), "%s/b", tmp);
+	mkdir(a, 0755);
+	mkdir(b, 0755);
+	for (int d = 0; d < 2; d++) {
+		const char *const *names = d ? in_b : in_a;
+		size_t n = d ? sizeof(in_b) / sizeof(in_b[0]) : sizeof(in_a) / sizeof(in_a[0]);
+
+		for (size_t i = 0; i < n; i++) {
+			char f[800];
+			int fd;
+
+			snprintf(f, sizeof(f), "%s/%s", d ? b : a, names[i]);
+			fd = open(f, O_WRONLY | O_CREAT, 0644);
+			CHECK(fd >= 0);
+			if (fd >= 0)
+				close(fd);
+		}
+	}
+	/* The first directory that lists the GPU gives its rank; entries not addresses skip. */
+	snprintf(dirs, sizeof(dirs), "%s/none:%s:%s", tmp, a, b);
+	CHECK_EQ_INT(nv_gpu_rank("0000:B1:00.0", dirs, err, sizeof(err)), 1);
+	CHECK_EQ_INT(nv_gpu_rank("0000:65:00.0", dirs, err, sizeof(err)), 2);	/* not in a: b */
+	CHECK_EQ_INT(nv_gpu_rank("00000000:17:00.0", dirs, err, sizeof(err)), 0);
+	snprintf(dirs, sizeof(dirs), "%s::%s", b, a);	/* an empty item is skipped */
+	CHECK_EQ_INT(nv_gpu_rank("0000:b1:00.0", dirs, err, sizeof(err)), 3);
+	CHECK_EQ_INT(nv_gpu_rank("0000:ca:00.0", dirs, err, sizeof(err)), 4);
+	/* Not listed: each place and why, in order. */
+	snprintf(dirs, sizeof(dirs), "%s/none:%s", tmp, a);
+	CHECK_EQ_INT(nv_gpu_rank("0000:ca:00.0", dirs, err, sizeof(err)), -ENOENT);
+	CHECK_STR_CONTAINS(err, "GPU 0000:ca:00.0 is in no list of the system's GPUs (");
+	CHECK_STR_CONTAINS(err, "/none: No such file or directory; ");
+	CHECK_STR_CONTAINS(err, "/a lists 2 GPUs, not it)");
+	CHECK_EQ_INT(nv_gpu_rank("0000:ca:00.0", "", err, sizeof(err)), -ENOENT);
+	CHECK_STR_CONTAINS(err, "(no directory given)");
+	CHECK_EQ_INT(nv_gpu_rank("GPU-1234", dirs, err, sizeof(err)), -EINVAL);
+	CHECK_STR_CONTAINS(err, "the driver gave 'GPU-1234', not a PCI address");
+	for (int d = 0; d < 2; d++) {
+		const char *const *names = d ? in_b : in_a;
+		size_t n = d ? sizeof(in_b) / sizeof(in_b[0]) : sizeof(in_a) / sizeof(in_a[0]);
+
+		for (size_t i = 0; i < n; i++) {
+			char f[800];
+
+			snprintf(f, sizeof(f), "%s/%s", d ? b : a, names[i]);
+			unlink(f);
+		}
+	}
+	rmdir(a);
+	rmdir(b);
+	rmdir(tmp);
+}
+
 /* The ration of mirrors at synchronizing calls (preload.c, nv_sync_mirror). */
 static void test_sync_gap(void)
 {
@@ -488,6 +573,36 @@ static char *slurp(const char *path, size_t *len)
 	return buf;
 }
 
+/*
+ * The system's GPUs as the fake app's preload sees them (GPUEXT_NV_GPU_LIST):
+ * a directory that does not exist, then one whose entries put the fake's
+ * devices 0 and 1 (0000:1D:00.0 and 0000:1E:00.0, upper case from the
+ * driver, lower case here) at ranks 2 and 3, so GPU ids are not ordinals.
+ */
+#define GPU_OF_DEV0 2u
+#define GPU_OF_DEV1 3u
+static char gpu_list[1300];
+
+static void make_gpu_list(const char *tmp)
+{
+	static const char *const names[] = { "0001:00:00.0", "0000:1e:00.0", "bind",
+					     "0000:05:00.0", "0000:1d:00.0", "0000:1a:00.0" };
+	char d[700], f[800];
+
+	snprintf(d, sizeof(d), "%s/gpus", tmp);
+	mkdir(d, 0755);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		int fd;
+
+		snprintf(f, sizeof(f), "%s/%s", d, names[i]);
+		fd = open(f, O_WRONLY | O_CREAT, 0644);
+		CHECK(fd >= 0);
+		if (fd >= 0)
+			close(fd);
+	}
+	snprintf(gpu_list, sizeof(gpu_list), "%s/nogpus:%s", tmp, d);
+}
+
 struct run {
 	int status;
 	pid_t pid;
@@ -531,6 +646,7 @@ static void run_app(const char *trace_dir, const char *cache, const char *tmp, b
 		/* Two GPUs, the app on the second: device ordinals must reach the records. */
 		setenv("FAKECUDA_DEVICES", "2", 1);
 		setenv("FAKEAPP_DEVICE", "1", 1);
+		setenv("GPUEXT_NV_GPU_LIST", gpu_list, 1);
 		setenv("GPUEXT_CACHE_DIR", cache, 1);
 		setenv("FAKECUDA_JIT_DUMP", tmp, 1);
 		if (trace_dir)
@@ -620,12 +736,12 @@ static void watch_live(void *arg)
 	}
 }
 
-/* A launch record of @name's @gx x @bx launch by @pid on GPU 1 (lib_graph: GPU 0, its node's). */
+/* A launch record of @name's @gx x @bx launch by @pid on device 1 (lib_graph: 0, its node's). */
 static bool has_launch(const struct gx_launch_rec *r, size_t n, const char *name, uint32_t gx,
 		       uint32_t bx, pid_t pid)
 {
 	uint64_t id = gx_kernel_id(name, strlen(name));
-	uint32_t gpu = strcmp(name, "lib_graph") ? 1 : 0;
+	uint32_t gpu = strcmp(name, "lib_graph") ? GPU_OF_DEV1 : GPU_OF_DEV0;
 
 	for (size_t i = 0; i < n; i++)
 		if (r[i].kernel_id == id && r[i].grid[0] == gx && r[i].block[0] == bx &&
@@ -677,6 +793,7 @@ static void test_cudart_exit(void)
 	snprintf(dir, sizeof(dir), "%s/trace", tmp);
 	snprintf(cache, sizeof(cache), "%s/cache", tmp);
 	mkdir(dir, 0755);
+	make_gpu_list(tmp);
 	CHECK_EQ_INT(gpuext_runtime__new(&ro, &rt), 0);
 	CHECK_EQ_INT(gpuext_map__create(rt, &ad, &arr), 0);
 	if (!arr)
@@ -779,6 +896,7 @@ static void test_e2e(void)
 	snprintf(bad, sizeof(bad), "%s/bad", tmp);
 	mkdir(dir, 0755);
 	mkdir(bad, 0755);
+	make_gpu_list(tmp);
 
 	CHECK_EQ_INT(gpuext_runtime__new(&ro, &rt), 0);
 	CHECK_EQ_INT(gpuext_map__create(rt, &ad, &arr), 0);
@@ -815,7 +933,8 @@ static void test_e2e(void)
 	CHECK(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
 	CHECK_STR_CONTAINS(run.out, "rtld_next ok");
 	CHECK_STR_CONTAINS(run.out, "table yes");
-	CHECK_STR_CONTAINS(run.out, "gpu_id 1");
+	CHECK_STR_CONTAINS(run.out, "gpu_id 3\n");	/* GPU_OF_DEV1: the system's number */
+	CHECK(!strstr(run.err, "GPU ids are this process's"));
 	CHECK(live.seen);
 	/* 42 from the first context + 8 from the second, destroyed one */
 	CHECK_EQ_U64(live.arr_v, 42 + 8);
@@ -927,7 +1046,7 @@ static void test_e2e(void)
 	 * the other, so only the order within shard 0 (100 before 102) is kept.
 	 */
 	/* the graph node's library kernel got its tables in the node's context (GPU 0) */
-	CHECK_STR_CONTAINS(run.out, "lib_graph gpu_id 0\n");
+	CHECK_STR_CONTAINS(run.out, "lib_graph gpu_id 2\n");	/* GPU_OF_DEV0 */
 	CHECK_STR_CONTAINS(run.out, "ring_shards 16");
 	CHECK_EQ_INT(gpuext_ringbuf_consumer__new(rb, on_rec, &seen, &cons), 0);
 	if (cons)
@@ -1037,7 +1156,7 @@ static void test_e2e(void)
 	 * offset measured must hold it within its stated uncertainty. Without the
 	 * switch (runs 1-5) no calibration kernel ran.
 	 */
-	snprintf(path, sizeof(path), "%s/clock-%d-1.txt", dir, (int)run.pid);
+	snprintf(path, sizeof(path), "%s/clock-%d-3.txt", dir, (int)run.pid);
 	CHECK(access(path, F_OK) != 0);
 	setenv("GPUEXT_CLOCK_SYNC", "1", 1);
 	setenv("FAKECUDA_CLOCK_OFFSET_NS", "-65700123", 1);
@@ -1047,7 +1166,7 @@ static void test_e2e(void)
 	CHECK(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
 	CHECK_STR_CONTAINS(run.log, "clock_sync 20 rounds");
 	CHECK(!strstr(run.err, "clock calibration failed"));
-	snprintf(path, sizeof(path), "%s/clock-%d-1.txt", dir, (int)run.pid);
+	snprintf(path, sizeof(path), "%s/clock-%d-3.txt", dir, (int)run.pid);
 	txt = slurp(path, NULL);
 	CHECK(txt != NULL);
 	if (txt) {
@@ -1060,7 +1179,7 @@ static void test_e2e(void)
 		CHECK(p && sscanf(p + 1, "pid %u gpu %d offset_ns %lld uncertainty_ns %llu rounds %u",
 				  &cpid, &gpu, &off, &unc, &rounds) == 5);
 		CHECK_EQ_INT(cpid, (unsigned)run.pid);
-		CHECK_EQ_INT(gpu, 1);
+		CHECK_EQ_INT(gpu, GPU_OF_DEV1);
 		CHECK_EQ_INT(rounds, 20);
 		CHECK(unc < 20000000ull);	/* a round trip between two threads */
 		CHECK(off >= -65700123ll - (long long)unc && off <= -65700123ll + (long long)unc);
@@ -1068,6 +1187,35 @@ static void test_e2e(void)
 			fprintf(stderr, "clock offset %lld +- %llu, want -65700123\n", off, unc);
 	}
 	free(txt);
+	run_free(&run);
+
+	/*
+	 * 7. No list holds the app's GPU (here: one that lists two others): GPU
+	 * ids are the process's device numbers, and stderr says so once, why
+	 * and what it means.
+	 */
+	snprintf(path, sizeof(path), "%s/other", tmp);
+	mkdir(path, 0755);
+	for (int i = 0; i < 2; i++) {
+		char f[800];
+		int fd;
+
+		snprintf(f, sizeof(f), "%s/0000:%02x:00.0", path, 0x40 + i);
+		fd = open(f, O_WRONLY | O_CREAT, 0644);
+		CHECK(fd >= 0);
+		if (fd >= 0)
+			close(fd);
+	}
+	snprintf(gpu_list, sizeof(gpu_list), "%s", path);
+	run_app(dir, cache, tmp, false, NULL, NULL, &run);
+	CHECK(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
+	CHECK_STR_CONTAINS(run.out, "gpu_id 1\n");
+	CHECK_STR_CONTAINS(run.out, "lib_graph gpu_id 0\n");
+	CHECK_STR_CONTAINS(run.err, "GPU ids are this process's CUDA device numbers, not the "
+			   "system's (GPU 0000:1E:00.0 is in no list of the system's GPUs (");
+	CHECK_STR_CONTAINS(run.err, "/other lists 2 GPUs, not it)): processes given different "
+			   "GPUs share ids\n");
+	CHECK_EQ_INT(count_lines(run.err, "GPU ids are this process's"), 1);
 	run_free(&run);
 out:
 	gpuext_ringbuf_consumer__free(cons);
@@ -1081,6 +1229,7 @@ int main(void)
 	test_entries();
 	test_filter_and_line();
 	test_sync_gap();
+	test_gpu_rank();
 	test_pick_version();
 	test_fold();
 	test_shm();

@@ -156,6 +156,7 @@ typedef CUresult (*PFN_cuDriverGetVersion)(int *);
 typedef CUresult (*PFN_cuDeviceGetCount)(int *);
 typedef CUresult (*PFN_cuDeviceGet)(CUdevice *, int);
 typedef CUresult (*PFN_cuDeviceGetAttribute)(int *, int, CUdevice);
+typedef CUresult (*PFN_cuDeviceGetPCIBusId)(char *, int, CUdevice);
 typedef CUresult (*PFN_cuCtxGetCurrent)(CUcontext *);
 typedef CUresult (*PFN_cuCtxGetDevice)(CUdevice *);
 typedef CUresult (*PFN_cuCtxPushCurrent)(CUcontext);

@@ -32,6 +32,7 @@ struct nv_api {
 	PFN_cuDeviceGetCount DeviceGetCount;
 	PFN_cuDeviceGet DeviceGet;
 	PFN_cuDeviceGetAttribute DeviceGetAttribute;
+	PFN_cuDeviceGetPCIBusId DeviceGetPCIBusId;	/* NULL: GPU ids are ordinals (said) */
 	PFN_cuCtxGetCurrent CtxGetCurrent;
 	PFN_cuCtxGetDevice CtxGetDevice;
 	PFN_cuCtxPushCurrent CtxPushCurrent;
@@ -255,7 +256,13 @@ struct nv_clock {
 struct nv_ctx {
 	CUcontext ctx;
 	CUdevice dev;
-	int ordinal;
+	int ordinal;			/* the process's CUDA device number; -1 unknown */
+	/*
+	 * The system's number of the GPU (nv_gpu_rank(): as nvidia-smi numbers
+	 * it), what the probes (gpuext_rt_gpu_id) and records carry; the
+	 * ordinal when it cannot be had (said once); -1 unknown.
+	 */
+	int gpu;
 	unsigned sm;			/* compute capability x 10 + y */
 	CUstream stream;		/* ours: non-blocking, for every copy we make */
 	bool dead;			/* destroyed: only ->last is used */
@@ -289,6 +296,7 @@ struct nv_maps {
 	pthread_cond_t cond;
 	unsigned interval_ms;
 	void (*tick)(void *user);	/* called each round (launch records flush) */
+	const char *gpu_list;		/* nv_gpu_rank()'s directories; NULL: GPU ids are ordinals */
 	_Atomic bool dirty;		/* a kernel was launched since the last mirror began */
 	void *tick_user;
 	uint64_t dev_drops[GX_PACK_MAX_MAPS];	/* ring: device drop counters seen */

@@ -102,7 +102,7 @@ static bool on_launch(const void *f, unsigned gx, unsigned gy, unsigned gz, unsi
 	rec->block[1] = by;
 	rec->block[2] = bz;
 	rec->pid = g.pid;
-	rec->gpu = x && x->ordinal >= 0 ? (uint32_t)x->ordinal : NV_NO_GPU;
+	rec->gpu = x && x->gpu >= 0 ? (uint32_t)x->gpu : NV_NO_GPU;
 	rec->host_ns = nv_now_ns();	/* last: "just before the launch call" */
 	return true;
 }
@@ -519,7 +519,7 @@ static void clk_write(const struct nv_ctx *x, const struct nv_clock *c)
 	char path[PATH_MAX + 48], buf[256];
 	int fd, n;
 
-	snprintf(path, sizeof(path), "%s/clock-%u-%d.txt", g.dir, g.pid, x->ordinal);
+	snprintf(path, sizeof(path), "%s/clock-%u-%d.txt", g.dir, g.pid, x->gpu);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		fprintf(stderr, PFX "cannot write %s: %s\n", path, strerror(errno));
@@ -528,7 +528,7 @@ static void clk_write(const struct nv_ctx *x, const struct nv_clock *c)
 	n = snprintf(buf, sizeof(buf),
 		     "# %%globaltimer - CLOCK_REALTIME on this GPU (ns), +- uncertainty\n"
 		     "pid %u gpu %d offset_ns %lld uncertainty_ns %llu rounds %u cost_ns %llu\n",
-		     g.pid, x->ordinal, (long long)c->offset_ns,
+		     g.pid, x->gpu, (long long)c->offset_ns,
 		     (unsigned long long)c->uncertainty_ns, c->rounds,
 		     (unsigned long long)c->cost_ns);
 	nv_write_all(fd, buf, (size_t)n);
@@ -638,7 +638,7 @@ void nv_clock_calibrate(struct nv_ctx *x)
 	nv_capture_restore(&g.cu, mode);
 	if (err) {
 		fprintf(stderr, PFX "GPU %d: clock calibration failed (%s); launch latencies "
-			"of this GPU are not corrected\n", x->ordinal, why);
+			"of this GPU are not corrected\n", x->gpu, why);
 		atomic_store(&x->clock_state, 3);
 		return;
 	}
@@ -656,7 +656,7 @@ struct gnode {
 	const void *node;	/* the instantiated graph's node (cuGraphExecKernelNodeSetParams names it) */
 	const void *parent;	/* in a child graph: its node in the instantiated graph; else NULL */
 	bool off;		/* disabled (cuGraphNodeSetEnabled): its launches run nothing */
-	int gpu;		/* the ordinal of the node's own context; -1: the launching one's */
+	int gpu;		/* the GPU id of the node's own context; -1: the launching one's */
 	uint64_t kernel_id;
 	uint32_t grid[3], block[3];
 };
@@ -688,7 +688,7 @@ static void gnode_set(struct gnode *k, const void *node, const CUDA_KERNEL_NODE_
 	k->node = node;
 	k->parent = NULL;
 	k->off = false;
-	k->gpu = x ? x->ordinal : -1;
+	k->gpu = x ? x->gpu : -1;
 	k->kernel_id = node_kernel_id(p, v2);
 	k->grid[0] = p->gridDimX;
 	k->grid[1] = p->gridDimY;
@@ -964,7 +964,7 @@ static CUresult graph_launched(CUresult r, CUgraphExec exec, uint64_t host_ns, b
 			rec[n].pid = g.pid;
 			/* a multi-GPU graph's node runs on its own context's GPU */
 			rec[n].gpu = x->k[i].gpu >= 0 ? (uint32_t)x->k[i].gpu :
-				     c && c->ordinal >= 0 ? (uint32_t)c->ordinal : NV_NO_GPU;
+				     c && c->gpu >= 0 ? (uint32_t)c->gpu : NV_NO_GPU;
 			n++;
 		}
 		break;

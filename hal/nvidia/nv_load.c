@@ -283,14 +283,14 @@ static void put_global(struct nv_img *img, struct nv_ctx *x, const char *name, c
 
 /*
  * Writes what a loaded module/library's probes read from the host in
- * context @x: the map descriptors (gpuext_rt_maps), the device ordinal
+ * context @x: the map descriptors (gpuext_rt_maps), the GPU id
  * (gpuext_rt_gpu_id, ptx_splice.h) and a random seed.
  */
 static int fill_table(struct nv_img *img, struct nv_ctx *x)
 {
 	CUdeviceptr table = 0;
 	size_t size = 0;
-	uint32_t gpu = x->ordinal >= 0 ? (uint32_t)x->ordinal : 0;
+	uint32_t gpu = x->gpu >= 0 ? (uint32_t)x->gpu : 0;
 	uint64_t seed = nv_now_ns() ^ ((uint64_t)g.pid << 32) ^ (uint64_t)(uintptr_t)img;
 	int e = 0;
 
@@ -324,7 +324,7 @@ void nv_img_ready(struct nv_img *img, struct nv_ctx *x)
 	if (fill_table(img, x)) {
 		fprintf(stderr, PFX "ERROR: cannot write the probe map table of a %s in GPU %d's "
 			"context: its probes see no maps\n", img->is_lib ? "library" : "module",
-			x->ordinal);
+			x->gpu);
 	}
 	if (n < NV_MAX_CTX) {
 		atomic_store_explicit(&img->filled[n], x, memory_order_relaxed);

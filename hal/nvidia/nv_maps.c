@@ -835,13 +835,13 @@ static int ctx_setup(struct nv_maps *mm, struct nv_ctx *x)
 			if (nv_tidy_init(cu, &x->tidy, NV_RING_MAX_SHARDS, why, sizeof(why)))
 				fprintf(stderr, "gpuext-nvprobe: GPU %d: the ring tidy kernel is not "
 					"available (%s): each drain zeroes consumed records with one "
-					"call per range, which is slower\n", x->ordinal, why);
+					"call per range, which is slower\n", x->gpu, why);
 			break;
 		}
 	return 0;
 cuda_fail:
 	fprintf(stderr, "gpuext-nvprobe: placing the probe maps on GPU %d failed: %s; kernels "
-		"of this context run with probes that see no maps\n", x->ordinal,
+		"of this context run with probes that see no maps\n", x->gpu,
 		nv_cu_name(cu, r, nb, sizeof(nb)));
 	return -EIO;
 }
@@ -852,6 +852,38 @@ static struct nv_ctx *find_live(struct nv_maps *mm, CUcontext c)
 		if (x->ctx == c && !x->dead)
 			return x;
 	return NULL;
+}
+
+/*
+ * The system's number of @x's GPU (nv_gpu_rank()), else its ordinal: the
+ * first time that happens in this process stderr says why, as processes
+ * given different GPUs by CUDA_VISIBLE_DEVICES then share GPU ids.
+ */
+static int system_gpu(struct nv_maps *mm, struct nv_ctx *x)
+{
+	static atomic_bool said;
+	char bus[64] = "", why[768];
+	int r;
+
+	if (!mm->gpu_list)
+		return x->ordinal;
+	if (!mm->cu->DeviceGetPCIBusId) {
+		snprintf(why, sizeof(why), "the driver has no cuDeviceGetPCIBusId");
+	} else if ((r = mm->cu->DeviceGetPCIBusId(bus, (int)sizeof(bus), x->dev)) != CUDA_SUCCESS) {
+		char nb[32];
+
+		snprintf(why, sizeof(why), "cuDeviceGetPCIBusId: %s",
+			 nv_cu_name(mm->cu, (CUresult)r, nb, sizeof(nb)));
+	} else {
+		bus[sizeof(bus) - 1] = '\0';
+		r = nv_gpu_rank(bus, mm->gpu_list, why, sizeof(why));
+		if (r >= 0)
+			return r;
+	}
+	if (!atomic_exchange(&said, true))
+		fprintf(stderr, "gpuext-nvprobe: GPU ids are this process's CUDA device numbers, not the "
+			"system's (%s): processes given different GPUs share ids\n", why);
+	return x->ordinal;
 }
 
 struct nv_ctx *nv_maps__ctx(struct nv_maps *mm, CUcontext c)
@@ -879,8 +911,10 @@ struct nv_ctx *nv_maps__ctx(struct nv_maps *mm, CUcontext c)
 		x = NULL;
 		goto out;
 	}
+	x->gpu = -1;
 	if (cu->CtxGetDevice(&x->dev) == CUDA_SUCCESS) {
 		x->ordinal = x->dev;	/* CUdevice values are ordinals */
+		x->gpu = system_gpu(mm, x);
 		cu->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, x->dev);
 		cu->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, x->dev);
 		x->sm = (unsigned)(major * 10 + minor);

@@ -2,9 +2,10 @@
 /*
  * Small pure pieces of the preload library, kept apart so that tests link
  * them without interposing anything: the .entry names of a PTX module, the
- * kernels.txt line, the kernel filter, and which versioned entry point a
- * cuGetProcAddress request means.
+ * kernels.txt line, the kernel filter, which versioned entry point a
+ * cuGetProcAddress request means, and a GPU's system-wide id.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdarg.h>
@@ -180,4 +181,93 @@ void nv_set_err(char *err, size_t len, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, len, fmt, ap);
 	va_end(ap);
+}
+
+/* @n hex digits (at least @min, at most @max) at *@p; advances *@p. */
+static bool hex_field(const char **p, unsigned min, unsigned max, uint64_t *v)
+{
+	unsigned n = 0;
+
+	*v = 0;
+	for (;; n++) {
+		char c = (*p)[n];
+		unsigned d;
+
+		if (c >= '0' && c <= '9')
+			d = (unsigned)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			d = (unsigned)(c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			d = (unsigned)(c - 'A' + 10);
+		else
+			break;
+		if (n == max)
+			return false;
+		*v = *v << 4 | d;
+	}
+	*p += n;
+	return n >= min;
+}
+
+int nv_pci_addr(const char *s, uint64_t *addr)
+{
+	uint64_t dom, bus, dev, fn;
+	const char *p = s;
+
+	if (!hex_field(&p, 4, 8, &dom) || *p++ != ':' || !hex_field(&p, 2, 2, &bus) ||
+	    *p++ != ':' || !hex_field(&p, 2, 2, &dev) || *p++ != '.' ||
+	    !hex_field(&p, 1, 1, &fn) || *p || dev > 0x1f || fn > 7)
+		return -EINVAL;
+	*addr = dom << 16 | bus << 8 | dev << 3 | fn;
+	return 0;
+}
+
+int nv_gpu_rank(const char *bus_id, const char *dirs, char *err, size_t len)
+{
+	char why[512] = "";
+	size_t wl = 0;
+	uint64_t own;
+
+	if (nv_pci_addr(bus_id, &own)) {
+		nv_set_err(err, len, "the driver gave '%s', not a PCI address", bus_id);
+		return -EINVAL;
+	}
+	for (const char *d = dirs; d && *d;) {
+		size_t n = strcspn(d, ":");
+		char path[4096];
+		struct dirent *e;
+		unsigned below = 0, listed = 0;
+		bool found = false;
+		DIR *dir;
+
+		snprintf(path, sizeof(path), "%.*s", (int)n, d);
+		d += n + (d[n] == ':');
+		if (!path[0])
+			continue;
+		dir = opendir(path);
+		if (!dir) {
+			if (wl < sizeof(why))
+				wl += (size_t)snprintf(why + wl, sizeof(why) - wl, "%s%s: %s",
+						       wl ? "; " : "", path, strerror(errno));
+			continue;
+		}
+		while ((e = readdir(dir))) {
+			uint64_t a;
+
+			if (nv_pci_addr(e->d_name, &a))
+				continue;
+			listed++;
+			below += a < own;
+			found |= a == own;
+		}
+		closedir(dir);
+		if (found)
+			return (int)below;
+		if (wl < sizeof(why))
+			wl += (size_t)snprintf(why + wl, sizeof(why) - wl, "%s%s lists %u GPUs, not it",
+					       wl ? "; " : "", path, listed);
+	}
+	nv_set_err(err, len, "GPU %s is in no list of the system's GPUs (%s)", bus_id,
+		   why[0] ? why : "no directory given");
+	return -ENOENT;
 }

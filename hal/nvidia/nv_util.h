@@ -34,6 +34,26 @@ bool nv_filter_match(const char *glob, const char *name);
 int nv_kernel_line(char *buf, size_t len, unsigned pid, uint64_t id, const char *status,
 		   const char *name);
 
+/*
+ * The GPU ids the probes and records carry (ctx->gpu_id, launches.bin,
+ * clock files) are the system's: a GPU's rank by PCI address among the
+ * GPUs the NVIDIA driver lists, which is how nvidia-smi numbers them, so
+ * that processes given different GPUs (CUDA_VISIBLE_DEVICES) do not share
+ * ids. NV_GPU_LIST_DEFAULT: the directories whose entries are the GPUs'
+ * PCI addresses, the first one readable that lists @bus_id wins
+ * (GPUEXT_NV_GPU_LIST overrides it, colon-separated).
+ */
+#define NV_GPU_LIST_DEFAULT "/proc/driver/nvidia/gpus:/sys/bus/pci/drivers/nvidia"
+/* "DDDD:BB:DD.F" (a 4- to 8-digit domain, hex in either case) as one number. -EINVAL if not one. */
+int nv_pci_addr(const char *s, uint64_t *addr);
+/*
+ * @bus_id's rank among the PCI addresses named by the entries of the first
+ * directory in @dirs (colon-separated) that lists it; other entries are
+ * skipped. -EINVAL (bad @bus_id) or -ENOENT (no directory lists it), with
+ * the reason in @err.
+ */
+int nv_gpu_rank(const char *bus_id, const char *dirs, char *err, size_t len);
+
 /* One versioned export of an interposed entry point. */
 struct nv_hook_ver {
 	const char *name;	/* exported symbol: "cuCtxCreate_v3" */

@@ -614,6 +614,7 @@ static bool resolve_api(void)
 		API(DeviceGetCount, "cuDeviceGetCount", false),
 		API(DeviceGet, "cuDeviceGet", false),
 		API(DeviceGetAttribute, "cuDeviceGetAttribute", false),
+		API(DeviceGetPCIBusId, "cuDeviceGetPCIBusId", true),
 		API(CtxGetCurrent, "cuCtxGetCurrent", false),
 		API(CtxGetDevice, "cuCtxGetDevice", false),
 		API(CtxPushCurrent, "cuCtxPushCurrent_v2", false),
@@ -708,6 +709,11 @@ static void init_body(void)
 		return;
 	}
 	g.maps.tick = tick;
+	/* Where the system's GPUs are listed (nv_gpu_rank); tests name their own. */
+	if (getenv("GPUEXT_NV_GPU_LIST"))
+		g.maps.gpu_list = strdup(getenv("GPUEXT_NV_GPU_LIST"));	/* kept to the end */
+	if (!g.maps.gpu_list)
+		g.maps.gpu_list = NV_GPU_LIST_DEFAULT;
 	g.clock_sync = getenv("GPUEXT_CLOCK_SYNC") && !strcmp(getenv("GPUEXT_CLOCK_SYNC"), "1");
 	/*
 	 * A control for measuring: every module is JIT-compiled from its PTX as

@@ -1342,7 +1342,7 @@ int gx_ptx_splice(const char *ptx, size_t ptx_len, const struct gx_pack *pack, c
 		return -ENOMEM;
 	}
 	/*
-	 * Our map table and GPU ordinal live in the constant bank, which the
+	 * Our map table and GPU id live in the constant bank, which the
 	 * module's own .const data shares: where both would not fit (ptxas
 	 * refuses more than 64 KiB), the probes read theirs from global memory
 	 * instead, a load more per probe rather than no probes at all.

@@ -32,7 +32,8 @@
  * block / 32 (not %warpid, which names a hardware warp slot and changes under
  * preemption), sm_id = %smid, gpu_id = the probe text's global
  * `.visible .const .u32 gpuext_rt_gpu_id` (0 until the preload library
- * writes the device ordinal into it with cuModuleGetGlobal + cuMemcpyHtoD
+ * writes the GPU id (the system's number of the GPU, nv_util.h) into it with
+ * cuModuleGetGlobal + cuMemcpyHtoD
  * after the load). The probes are inlined into it, so a field no probe reads
  * is never computed.
  *
@@ -85,7 +86,7 @@
 #define GX_GUARD_WARP0	1u	/* linear thread index in the block < 32 */
 #define GX_GUARD_BLOCK0	2u	/* %ctaid == (0,0,0) */
 
-/* The module global the preload library sets to the device ordinal. */
+/* The module global the preload library sets to the GPU id (nv_gpu_rank()). */
 #define GX_GPU_ID_SYMBOL "gpuext_rt_gpu_id"
 
 /* ---- inlining the probe functions into the sites (ptx_inline.c) ------- */

@@ -30,7 +30,7 @@ struct gpuext_probe_ctx {
 	__gx_u32 lane_id;	/* per lane */
 	__gx_u32 warp_id;	/* uniform */
 	__gx_u32 sm_id;		/* uniform */
-	__gx_u32 gpu_id;	/* uniform */
+	__gx_u32 gpu_id;	/* uniform: NVIDIA: the GPU's number in the system, as nvidia-smi counts */
 	__gx_u64 args;		/* generic address of the kernel's parameter buffer (uniform) */
 };
 

@@ -152,6 +152,30 @@ EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d)
 	}
 }
 
+/*
+ * Device d's PCI address: the d-th of FAKECUDA_BUS_IDS (comma-separated),
+ * else 0000:1D:00.0 + d (upper case, as the real driver writes hex).
+ */
+EXPORT CUresult cuDeviceGetPCIBusId(char *buf, int len, CUdevice d)
+{
+	const char *s = getenv("FAKECUDA_BUS_IDS");
+
+	if (d < 0 || d >= ndev() || len < 13)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!s) {
+		snprintf(buf, (size_t)len, "0000:%02X:00.0", 0x1d + d);
+		return 0;
+	}
+	for (int i = 0; i < d && s; i++) {
+		s = strchr(s, ',');
+		s = s ? s + 1 : NULL;
+	}
+	if (!s)
+		return CUDA_ERROR_INVALID_VALUE;
+	snprintf(buf, (size_t)len, "%.*s", (int)strcspn(s, ","), s);
+	return 0;
+}
+
 EXPORT CUresult cuGetErrorName(CUresult r, const char **s)
 {
 	*s = r == 0 ? "CUDA_SUCCESS" : r == CUDA_ERROR_NOT_FOUND ? "CUDA_ERROR_NOT_FOUND" :

@@ -18,8 +18,9 @@
 #                                   replays in gpuext sim), block exits inside the kernel's
 #                                   %globaltimer bounds, launch latency in (0, 10 ms), blocks per
 #                                   SM sum to the blocks launched, device kernel durations <= the
-#                                   cudaEvent time, with 2+ GPUs exits per GPU ordinal == the
-#                                   blocks launched there (multigpu.cu), memtrace through a
+#                                   cudaEvent time, records of an app given one GPU by UUID
+#                                   carry nvidia-smi's number of it, with 2+ GPUs exits per GPU
+#                                   == the blocks launched there (multigpu.cu), memtrace through a
 #                                   device function (devfunc.cu), two processes' counts adding up in
 #                                   one threadhist array and one hash map (probe_hashcount.bpf.c),
 #                                   threadhist with a full constant
@@ -186,6 +187,10 @@ said() { # NAME LOG PATTERN WHAT: the log says it (grep -E)
   fi
 }
 
+# The GPUs as nvidia-smi numbers them (the ground truth for GPU ids in records).
+timeout 30 nvidia-smi --query-gpu=index,pci.bus_id,uuid --format=csv,noheader >"$logs/gpus.csv" 2>&1
+cp "$logs/gpus.csv" "$out/gpus.csv" 2>/dev/null
+
 say "baselines (no probes)"
 base vecadd "$apps/vecadd" 1048576
 base vecadd_odd "$apps/vecadd" 1000
@@ -281,6 +286,16 @@ fi
 say "kernelretsnoop: one exit per block, inside the kernel's %globaltimer bounds"
 traced rs_gemm kernelretsnoop --interval 200 --out "$logs/rs_gemm.csv" -- "$apps/gemm" 512 &&
   check retsnoop rs_gemm "$logs/rs_gemm.log" "$logs/rs_gemm.csv" gemm_tiled 20000
+# GPU ids are the system's (nvidia-smi's numbers), also for an app given one GPU by UUID:
+# the last GPU, which is the app's device 0.
+last_uuid=$(awk -F', *' 'NF >= 3 { u = $3 } END { print u }' "$logs/gpus.csv")
+if [ -n "$last_uuid" ]; then
+  CUDA_VISIBLE_DEVICES=$last_uuid traced rs_gpuid kernelretsnoop --interval 0 \
+      --out "$logs/rs_gpuid.csv" -- "$apps/vecadd" 4096 &&
+    check gpuid rs_gpuid "$logs/rs_gpuid.log" "$logs/rs_gpuid.csv" "$logs/gpus.csv" "$last_uuid"
+else
+  echo "FAIL rs_gpuid: nvidia-smi listed no GPU (see gpus.csv)" | tee -a "$out/checks.txt"; status=1
+fi
 
 say "launchlate: host launch -> first block start in (0, 10 ms)"
 traced ll_multistream launchlate --interval 0 --out "$logs/ll_ms.csv" -- "$apps/multistream" 4 8 &&
@@ -350,7 +365,7 @@ if [ "${ngpu:-0}" -ge 2 ]; then
   say "several GPUs in one process ($ngpu): records tagged per GPU, counters summed over GPUs"
   base multigpu "$apps/multigpu" 100000
   traced rs_multigpu kernelretsnoop --interval 0 --out "$logs/rs_multigpu.csv" -- "$apps/multigpu" 100000 &&
-    check multigpu rs_multigpu "$logs/rs_multigpu.log" "$logs/rs_multigpu.csv"
+    check multigpu rs_multigpu "$logs/rs_multigpu.log" "$logs/rs_multigpu.csv" "$logs/gpus.csv"
   traced th_multigpu threadhist --per-thread --interval 0 --out "$logs/th_multigpu.csv" -- "$apps/multigpu" 100000 &&
     check threadhist th_multigpu_perthread "$logs/th_multigpu.log" "$logs/th_multigpu.csv" thread &&
     check same same_th_multigpu "$logs/base_multigpu.log" "$logs/th_multigpu.log"

@@ -412,7 +412,7 @@ void trace_slots_poll(struct trace_slots *s, const uint64_t *ctr, trace_slot_get
 
 struct ord {
 	uint64_t key;	/* kernel */
-	uint32_t gpu;	/* the start's ring: GPU ordinal mod GX_LL_GPUS */
+	uint32_t gpu;	/* the start's ring: GPU id mod GX_LL_GPUS */
 	uint64_t time;	/* launch: host ns; start: device ns */
 	size_t idx;
 };

@@ -107,7 +107,7 @@ void trace_slots_poll(struct trace_slots *s, const uint64_t *ctr, trace_slot_get
 
 /*
  * Pairs launches (DIR/launches.bin) with first-block starts (launchlate's slot
- * ring): per kernel K and GPU (its ordinal mod GX_LL_GPUS, the start's ring),
+ * ring): per kernel K and GPU (its id mod GX_LL_GPUS, the start's ring),
  * the n-th launch of K there in host time goes with the n-th start of K there
  * in device time (first in, first out). lat[i] gets start - launch (ns, may be negative if
  * the clocks disagree) for launch i, or INT64_MIN if no start came. Returns

@@ -28,9 +28,10 @@
  * on NVIDIA every context has its own copy of the map anyway, so this is what
  * lets the host's mirror show each GPU's state as written instead of a sum,
  * and it keeps GPUs apart where one map serves several (the interpreter).
- * Processes that share a GPU id (one GPU each, each seeing it as GPU 0)
- * still add up in the mirror; one that attaches while another has a launch
- * pending starts from that state (uploaded at attach) and may fold it once.
+ * GPU ids are the system's (hal/nvidia/README.md), so processes given one
+ * GPU each keep apart. Processes on one GPU still add up in the mirror; one
+ * that attaches while another has a launch pending starts from that state
+ * (uploaded at attach) and may fold it once.
  *
  * Why not exact on the device: the last block can know it is last only from
  * a returning atomic, and waiting for one at every block's exit cost the

@@ -21,7 +21,10 @@
  * nodes before it in the graph. Starts with no launch are counted and said,
  * and so are starts lost: more than GX_LL_SLOTS launches on one GPU between
  * two copies of the ring (the preload's mirror interval, 100 ms) overwrite
- * the oldest.
+ * the oldest. GPU ids are the system's (hal/nvidia/README.md): processes
+ * given one GPU each write rings of their own; two processes tracing on one
+ * GPU write the same ring, and the starts they clash on fail their check
+ * words and are counted as unreadable.
  */
 #include "probes.h"
 

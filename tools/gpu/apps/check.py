@@ -176,10 +176,30 @@ def c_kerneldur(name, log, out, kernel):
     return result(name, ok, f"{runs} run(s), device {dev_ms:.4f} ms vs cudaEvent {ev_ms:.4f} ms")
 
 
-def c_multigpu(name, log, out):
-    """kernelretsnoop on every GPU at once: per GPU ordinal, one exit per block launched there
-    (the GT device lines), every block index once: records tagged with the right GPU."""
-    want = {int(kv["gpu"]): int(kv["blocks"]) for w, kv in gt(log) if w == "device"}
+def pci_key(bus):
+    """A PCI address as nvidia-smi (8-digit domain) or CUDA (4-digit) writes it, comparable."""
+    dom, b, df = bus.strip().lower().split(":")
+    d, f = df.split(".")
+    return (int(dom, 16), int(b, 16), int(d, 16), int(f, 16))
+
+
+def smi_index(gpus_csv):
+    """nvidia-smi --query-gpu=index,pci.bus_id,uuid: {PCI address: index}, {uuid: index}."""
+    by_bus, by_uuid = {}, {}
+    for line in open(gpus_csv):
+        f = [x.strip() for x in line.split(",")]
+        if len(f) >= 3 and f[0].isdigit():
+            by_bus[pci_key(f[1])] = int(f[0])
+            by_uuid[f[2]] = int(f[0])
+    return by_bus, by_uuid
+
+
+def c_multigpu(name, log, out, gpus_csv):
+    """kernelretsnoop on every GPU at once: per GPU (its number in nvidia-smi, found by the PCI
+    address the app printed), one exit per block launched there (the GT device lines), every
+    block index once: records tagged with the right GPU."""
+    by_bus, _ = smi_index(gpus_csv)
+    want = {by_bus[pci_key(kv["bus"])]: int(kv["blocks"]) for w, kv in gt(log) if w == "device"}
     rows = [r for r in csv_rows(out) if "mg_add" in r[0]]
     got, seen = {}, {}
     for r in rows:
@@ -189,6 +209,21 @@ def c_multigpu(name, log, out):
     ok = len(want) >= 2 and got == want and all(len(seen[g]) == want[g] for g in want)
     return result(name, ok, "exits per GPU " + ", ".join(
         f"gpu{g}: {got.get(g, 0)} of {want[g]} ({len(seen.get(g, ()))} distinct)" for g in sorted(want)))
+
+
+def c_gpuid(name, log, out, gpus_csv, uuid):
+    """An app given one GPU by CUDA_VISIBLE_DEVICES=UUID: every kernelretsnoop record carries
+    that GPU's number in nvidia-smi (the system's, not the process's device 0), and the
+    preload found the GPU in the driver's list (no notice that ids are the process's)."""
+    _, by_uuid = smi_index(gpus_csv)
+    want = by_uuid[uuid]
+    gpus = {}
+    for r in csv_rows(out):
+        gpus[int(r[5])] = gpus.get(int(r[5]), 0) + 1
+    notice = any("GPU ids are this process's" in line for line in open(log, errors="replace"))
+    ok = list(gpus) == [want] and not notice
+    return result(name, ok, f"records per GPU id {gpus}, want all on {want} (nvidia-smi's number "
+                  f"of {uuid}){'; the preload said ids are ordinals' if notice else ''}")
 
 
 def c_same(name, base, traced):
@@ -222,6 +257,8 @@ def main(argv):
         return c_same(*a)
     if c == "multigpu":
         return c_multigpu(*a)
+    if c == "gpuid":
+        return c_gpuid(*a)
     print(f"check.py: unknown check {c}")
     return 2
 

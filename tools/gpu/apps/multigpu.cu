@@ -4,7 +4,8 @@
  * grid on each (device d adds (d + 1) * N elements), from one process: one
  * CUDA context per GPU, so the preload library places maps and ring buffers
  * per context and must tag each record with the right GPU. Ground truth: a
- * GT device line per GPU (its ordinal and the blocks launched there), the
+ * GT device line per GPU (its ordinal, its PCI address, by which the check
+ * finds the system's number of the GPU, and the blocks launched there), the
  * launch lines, and the results. Exit 77 with fewer than two GPUs.
  */
 #include <vector>
@@ -51,7 +52,9 @@ int main(int argc, char **argv)
 		mg_add<<<g, blk>>>(da[d], dc[d], n[d], (float)(d + 1));
 		CK(cudaGetLastError());
 		gt_launch("mg_add", g, blk);
-		printf("GT device kernel=mg_add gpu=%d blocks=%u\n", d, g.x);
+		char bus[32];
+		CK(cudaDeviceGetPCIBusId(bus, (int)sizeof(bus), d));
+		printf("GT device kernel=mg_add gpu=%d bus=%s blocks=%u\n", d, bus, g.x);
 	}
 	for (int d = 0; d < ndev; d++) {
 		std::vector<float> c(n[d]);
