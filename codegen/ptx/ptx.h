@@ -179,8 +179,8 @@ static inline size_t gpuext_ptx_rb_aux_bytes(uint32_t nr_slots)
  * state is FULL and whose key matches; an EMPTY bucket ends the search.
  * count holds the live entries (at most max_entries). The device claims a
  * bucket by CAS on state (EMPTY -> BUSY), fills it, then sets FULL with
- * release order; delete turns FULL into DELETED (a tombstone, never reused
- * on the device). A host reader takes FULL buckets only.
+ * release order; delete turns FULL into DELETED (a tombstone that keeps its
+ * key). A host reader takes FULL buckets only.
  *
  * An insert claims its bucket before it takes room (count): one that finds
  * the table full gives the bucket back (EMPTY again) and fails with -E2BIG,
@@ -188,9 +188,14 @@ static inline size_t gpuext_ptx_rb_aux_bytes(uint32_t nr_slots)
  * keep no holes. An insert racing another of the same key therefore finds
  * that key (-EEXIST with BPF_NOEXIST) whenever the first insert got in, not
  * -E2BIG from a table full of inserts in flight, as Linux does under its
- * bucket lock (tests/bpf/probe_hashcount.bpf.c). Tombstones are still never
- * reused: heavy insert/delete churn in one run ends in -E2BIG below
- * max_entries.
+ * bucket lock (tests/bpf/probe_hashcount.bpf.c). A key inserted again after
+ * its delete takes back its own tombstone (DELETED -> BUSY by CAS, given
+ * back DELETED on a full table), so a key keeps one bucket for the whole run
+ * however often it comes and goes (ptx_isa_runner's rt_hash_churn), and a
+ * key is never in two buckets. A tombstone is never given to another key:
+ * that key could already be further down the probe path, and only a lock
+ * would tell. So inserts of ever new keys while others are deleted can still
+ * end in -E2BIG below max_entries, after about 2 x max_entries distinct keys.
  */
 enum {
 	GPUEXT_PTX_HASH_EMPTY = 0,

@@ -652,6 +652,85 @@ static const char extra_text[] =
 	"	exit\n"
 	"end\n"
 	"result 0x0\n" /* the reader wants one; check_extra() decides */
+	/*
+	 * Hash map churn: each runner inserts and deletes its own key four
+	 * times, then inserts it for good (id -> id * 3 + 1). A re-insert takes
+	 * back its key's tombstone, so the 5 inserts of each of up to 1024 keys
+	 * fit the 2048 buckets of a 1024-entry map; with a new bucket each time
+	 * (before) the third round failed with -E2BIG. r0 = 0: all went right.
+	 */
+	"case rt_hash_churn\n"
+	"map h hash key=4 value=8 entries=1024\n"	/* --threads goes to 1024 */
+	"asm\n"
+	"	call gpuext_get_thread_id\n"
+	"	*(u32 *)(r10 - 0x4) = w0\n"
+	"	r0 *= 0x3\n"
+	"	r0 += 0x1\n"
+	"	*(u64 *)(r10 - 0x10) = r0\n"
+	"	r1 = map[h] ll\n"
+	"	r2 = r10\n"
+	"	r2 += -0x4\n"
+	"	r3 = r10\n"
+	"	r3 += -0x10\n"
+	"	r4 = 0x0\n"
+	"	call bpf_map_update_elem\n"
+	"	if r0 != 0x0 goto out\n"
+	"	r1 = map[h] ll\n"
+	"	r2 = r10\n"
+	"	r2 += -0x4\n"
+	"	call bpf_map_delete_elem\n"
+	"	if r0 != 0x0 goto out\n"
+	"	r1 = map[h] ll\n"
+	"	r2 = r10\n"
+	"	r2 += -0x4\n"
+	"	r3 = r10\n"
+	"	r3 += -0x10\n"
+	"	r4 = 0x0\n"
+	"	call bpf_map_update_elem\n"
+	"	if r0 != 0x0 goto out\n"
+	"	r1 = map[h] ll\n"
+	"	r2 = r10\n"
+	"	r2 += -0x4\n"
+	"	call bpf_map_delete_elem\n"
+	"	if r0 != 0x0 goto out\n"
+	"	r1 = map[h] ll\n"
+	"	r2 = r10\n"
+	"	r2 += -0x4\n"
+	"	r3 = r10\n"
+	"	r3 += -0x10\n"
+	"	r4 = 0x0\n"
+	"	call bpf_map_update_elem\n"
+	"	if r0 != 0x0 goto out\n"
+	"	r1 = map[h] ll\n"
+	"	r2 = r10\n"
+	"	r2 += -0x4\n"
+	"	call bpf_map_delete_elem\n"
+	"	if r0 != 0x0 goto out\n"
+	"	r1 = map[h] ll\n"
+	"	r2 = r10\n"
+	"	r2 += -0x4\n"
+	"	r3 = r10\n"
+	"	r3 += -0x10\n"
+	"	r4 = 0x0\n"
+	"	call bpf_map_update_elem\n"
+	"	if r0 != 0x0 goto out\n"
+	"	r1 = map[h] ll\n"
+	"	r2 = r10\n"
+	"	r2 += -0x4\n"
+	"	call bpf_map_delete_elem\n"
+	"	if r0 != 0x0 goto out\n"
+	"	r1 = map[h] ll\n"
+	"	r2 = r10\n"
+	"	r2 += -0x4\n"
+	"	r3 = r10\n"
+	"	r3 += -0x10\n"
+	"	r4 = 0x0\n"
+	"	call bpf_map_update_elem\n"
+	"	if r0 != 0x0 goto out\n"
+	"out:\n"
+	"	exit\n"
+	"end\n"
+	"result 0x0\n" /* the reader wants one; check_extra() decides */
 	"case rt_thread_and_lane\n"
 	"asm\n"
 	"	call gpuext_get_thread_id\n"
@@ -820,8 +899,9 @@ static const char *check_extra(const char *name, const struct isa_case_env *env,
 		}
 		return NULL;
 	}
-	if (!strcmp(name, "rt_hash_update_lookup_delete") || !strcmp(name, "rt_hash_full")) {
-		bool full = !strcmp(name, "rt_hash_full");
+	if (!strcmp(name, "rt_hash_update_lookup_delete") || !strcmp(name, "rt_hash_full") ||
+	    !strcmp(name, "rt_hash_churn")) {
+		bool full = !strcmp(name, "rt_hash_full"), churn = !strcmp(name, "rt_hash_churn");
 		unsigned ok = 0, e2big = 0, want_keys = 0, keys = 0;
 		uint32_t k, next;
 		bool first = true;
@@ -829,7 +909,7 @@ static const char *check_extra(const char *name, const struct isa_case_env *env,
 		for (uint32_t t = 0; t < threads; t += per_thread ? 1 : 32) {
 			if (r0[t] == 0) {
 				ok++;
-				want_keys += full || !(t & 0x20);
+				want_keys += full || churn || !(t & 0x20);
 			} else if (full && r0[t] == (uint64_t)-E2BIG) {
 				e2big++;
 			} else {
@@ -848,7 +928,7 @@ static const char *check_extra(const char *name, const struct isa_case_env *env,
 			k = next;
 			keys++;
 			if (gpuext_map__lookup(env->maps[0], &k, v) || v[0] != (uint64_t)k * 3 + 1 ||
-			    k >= threads || (!per_thread && k % 32) || (!full && (k & 0x20)) ||
+			    k >= threads || (!per_thread && k % 32) || (!full && !churn && (k & 0x20)) ||
 			    (full && r0[k] != 0)) {
 				snprintf(buf, len, "key %u = %" PRIu64 " in the map read back", k, v[0]);
 				return buf;
@@ -940,6 +1020,8 @@ static const char *extra_bundle_checks(const char *name, uint32_t threads, bool 
 		snprintf(checks, len, "check hash_keys 0 %u 3\n",
 			 per_thread ? threads / 64 * 32 + (threads % 64 < 32 ? threads % 64 : 32) :
 				      (threads / 64) + (threads % 64 ? 1 : 0));
+	else if (!strcmp(name, "rt_hash_churn"))	/* every runner's key, once */
+		snprintf(checks, len, "check hash_keys 0 %u 3\n", runners);
 	else if (!strcmp(name, "rt_hash_full") && (*has_r0 = false, true))
 		snprintf(checks, len, "check hash_keys 0 %u 3\ncheck r0_ok_or_e2big %u\n",
 			 runners < 8 ? runners : 8, runners < 8 ? runners : 8);
