@@ -270,7 +270,7 @@ static void test_probe_all(void)
 			 * One table for the object's 4 maps (4 x 40 bytes), filled by the
 			 * host, in the constant space (every probe reads it: a constant
 			 * bank operand, no load from device memory), and so is the GPU
-			 * ordinal. Nothing reaches the table through a generic address.
+			 * id. Nothing reaches the table through a generic address.
 			 */
 			CHECK_EQ_INT(count_str(text, ".visible .const .align 8 .b8 gpuext_rt_maps[160]"), 1);
 			CHECK_EQ_INT(count_str(text, ".visible .const .align 4 .u32 gpuext_rt_gpu_id;"), 1);

@@ -934,7 +934,7 @@ static void test_e2e(void)
 	CHECK_STR_CONTAINS(run.out, "rtld_next ok");
 	CHECK_STR_CONTAINS(run.out, "table yes");
 	CHECK_STR_CONTAINS(run.out, "gpu_id 3\n");	/* GPU_OF_DEV1: the system's number */
-	CHECK(!strstr(run.err, "GPU ids are this process's"));
+	CHECK(!strstr(run.err, "GPU id is its device number"));
 	CHECK(live.seen);
 	/* 42 from the first context + 8 from the second, destroyed one */
 	CHECK_EQ_U64(live.arr_v, 42 + 8);
@@ -1211,11 +1211,22 @@ static void test_e2e(void)
 	CHECK(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
 	CHECK_STR_CONTAINS(run.out, "gpu_id 1\n");
 	CHECK_STR_CONTAINS(run.out, "lib_graph gpu_id 0\n");
-	CHECK_STR_CONTAINS(run.err, "GPU ids are this process's CUDA device numbers, not the "
+	CHECK_STR_CONTAINS(run.err, "CUDA device 1's GPU id is its device number, not the "
 			   "system's (GPU 0000:1E:00.0 is in no list of the system's GPUs (");
 	CHECK_STR_CONTAINS(run.err, "/other lists 2 GPUs, not it)): processes given different "
-			   "GPUs share ids\n");
-	CHECK_EQ_INT(count_lines(run.err, "GPU ids are this process's"), 1);
+			   "GPUs may share ids\n");
+	CHECK_STR_CONTAINS(run.err, "CUDA device 0's GPU id is its device number, not the "
+			   "system's (GPU 0000:1D:00.0 is in no list");
+	CHECK_EQ_INT(count_lines(run.err, "GPU id is its device number"), 2);	/* once a device */
+	run_free(&run);
+	/* The driver cannot say where the GPU is: the same, with its error. */
+	setenv("FAKECUDA_BUS_ID_FAIL", "1", 1);
+	run_app(dir, cache, tmp, false, NULL, NULL, &run);
+	unsetenv("FAKECUDA_BUS_ID_FAIL");
+	CHECK(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
+	CHECK_STR_CONTAINS(run.out, "gpu_id 1\n");
+	CHECK_STR_CONTAINS(run.err, "CUDA device 1's GPU id is its device number, not the "
+			   "system's (cuDeviceGetPCIBusId: CUDA_ERROR_NOT_FOUND)");
 	run_free(&run);
 out:
 	gpuext_ringbuf_consumer__free(cons);

@@ -165,6 +165,30 @@ static void test_launches(void)
 		CHECK_EQ_INT(lat[1], 50);
 		CHECK(lat[2] == INT64_MIN);
 	}
+	{
+		/*
+		 * Processes that share a start ring: one process on GPUs 1 and 9 does
+		 * not clash with itself, nor processes on GPUs 1 and 2; a third process
+		 * on GPU 9 clashes with the first (ring 1), launch order kept.
+		 */
+		struct gx_launch_rec p[5] = {
+			{ .pid = 10, .gpu = 1 }, { .pid = 10, .gpu = 9 }, { .pid = 11, .gpu = 2 },
+			{ .pid = 12, .gpu = UINT32_MAX }, { .pid = 13, .gpu = 9 },
+		};
+		struct trace_ring_clash rc = { { 0, 0 }, { 0, 0 } };
+
+		CHECK_EQ_INT(trace_ll_ring_clash(p, 4, &rc), 0);
+		CHECK_EQ_INT(trace_ll_ring_clash(p, 5, &rc), 1);
+		CHECK_EQ_INT(rc.pid[0], 10);
+		CHECK_EQ_INT(rc.gpu[0], 1);
+		CHECK_EQ_INT(rc.pid[1], 13);
+		CHECK_EQ_INT(rc.gpu[1], 9);
+		p[4].gpu = 2;	/* the same GPU as process 11 */
+		CHECK_EQ_INT(trace_ll_ring_clash(p, 5, &rc), 1);
+		CHECK_EQ_INT(rc.pid[0], 11);
+		CHECK_EQ_INT(rc.pid[1], 13);
+		CHECK(rc.gpu[0] == 2 && rc.gpu[1] == 2);
+	}
 }
 
 /* Launches moved onto their GPU's clock by the preload library's calibration. */

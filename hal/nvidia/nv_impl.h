@@ -297,6 +297,7 @@ struct nv_maps {
 	unsigned interval_ms;
 	void (*tick)(void *user);	/* called each round (launch records flush) */
 	const char *gpu_list;		/* nv_gpu_rank()'s directories; NULL: GPU ids are ordinals */
+	uint64_t gpu_said;		/* devices (bit ordinal % 64) whose id fell back, said */
 	_Atomic bool dirty;		/* a kernel was launched since the last mirror began */
 	void *tick_user;
 	uint64_t dev_drops[GX_PACK_MAX_MAPS];	/* ring: device drop counters seen */

@@ -855,13 +855,13 @@ static struct nv_ctx *find_live(struct nv_maps *mm, CUcontext c)
 }
 
 /*
- * The system's number of @x's GPU (nv_gpu_rank()), else its ordinal: the
- * first time that happens in this process stderr says why, as processes
- * given different GPUs by CUDA_VISIBLE_DEVICES then share GPU ids.
+ * The system's number of @x's GPU (nv_gpu_rank()), else its ordinal: then
+ * stderr says why, once per device, as processes given different GPUs by
+ * CUDA_VISIBLE_DEVICES then share GPU ids. Under mm->lock.
  */
 static int system_gpu(struct nv_maps *mm, struct nv_ctx *x)
 {
-	static atomic_bool said;
+	uint64_t bit = 1ull << ((unsigned)x->ordinal % 64);
 	char bus[64] = "", why[768];
 	int r;
 
@@ -880,9 +880,11 @@ static int system_gpu(struct nv_maps *mm, struct nv_ctx *x)
 		if (r >= 0)
 			return r;
 	}
-	if (!atomic_exchange(&said, true))
-		fprintf(stderr, "gpuext-nvprobe: GPU ids are this process's CUDA device numbers, not the "
-			"system's (%s): processes given different GPUs share ids\n", why);
+	if (!(mm->gpu_said & bit))
+		fprintf(stderr, "gpuext-nvprobe: CUDA device %d's GPU id is its device number, not the "
+			"system's (%s): processes given different GPUs may share ids\n", x->ordinal,
+			why);
+	mm->gpu_said |= bit;
 	return x->ordinal;
 }
 

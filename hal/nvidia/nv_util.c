@@ -251,7 +251,7 @@ int nv_gpu_rank(const char *bus_id, const char *dirs, char *err, size_t len)
 						       wl ? "; " : "", path, strerror(errno));
 			continue;
 		}
-		while ((e = readdir(dir))) {
+		for (errno = 0; (e = readdir(dir)); errno = 0) {
 			uint64_t a;
 
 			if (nv_pci_addr(e->d_name, &a))
@@ -259,6 +259,15 @@ int nv_gpu_rank(const char *bus_id, const char *dirs, char *err, size_t len)
 			listed++;
 			below += a < own;
 			found |= a == own;
+		}
+		if (errno) {	/* a list read in part could give a wrong rank */
+			int en = errno;
+
+			closedir(dir);
+			if (wl < sizeof(why))
+				wl += (size_t)snprintf(why + wl, sizeof(why) - wl, "%s%s: %s",
+						       wl ? "; " : "", path, strerror(en));
+			continue;
 		}
 		closedir(dir);
 		if (found)

@@ -155,6 +155,7 @@ EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d)
 /*
  * Device d's PCI address: the d-th of FAKECUDA_BUS_IDS (comma-separated),
  * else 0000:1D:00.0 + d (upper case, as the real driver writes hex).
+ * FAKECUDA_BUS_ID_FAIL: CUDA_ERROR_NOT_FOUND.
  */
 EXPORT CUresult cuDeviceGetPCIBusId(char *buf, int len, CUdevice d)
 {
@@ -162,6 +163,8 @@ EXPORT CUresult cuDeviceGetPCIBusId(char *buf, int len, CUdevice d)
 
 	if (d < 0 || d >= ndev() || len < 13)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (getenv("FAKECUDA_BUS_ID_FAIL"))
+		return CUDA_ERROR_NOT_FOUND;
 	if (!s) {
 		snprintf(buf, (size_t)len, "0000:%02X:00.0", 0x1d + d);
 		return 0;

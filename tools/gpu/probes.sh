@@ -188,7 +188,8 @@ said() { # NAME LOG PATTERN WHAT: the log says it (grep -E)
 }
 
 # The GPUs as nvidia-smi numbers them (the ground truth for GPU ids in records).
-timeout 30 nvidia-smi --query-gpu=index,pci.bus_id,uuid --format=csv,noheader >"$logs/gpus.csv" 2>&1
+timeout 30 nvidia-smi --query-gpu=index,pci.bus_id,uuid --format=csv,noheader >"$logs/gpus.csv" \
+    2>"$logs/gpus.err"
 cp "$logs/gpus.csv" "$out/gpus.csv" 2>/dev/null
 
 say "baselines (no probes)"
@@ -287,12 +288,35 @@ say "kernelretsnoop: one exit per block, inside the kernel's %globaltimer bounds
 traced rs_gemm kernelretsnoop --interval 200 --out "$logs/rs_gemm.csv" -- "$apps/gemm" 512 &&
   check retsnoop rs_gemm "$logs/rs_gemm.log" "$logs/rs_gemm.csv" gemm_tiled 20000
 # GPU ids are the system's (nvidia-smi's numbers), also for an app given one GPU by UUID:
-# the last GPU, which is the app's device 0.
-last_uuid=$(awk -F', *' 'NF >= 3 { u = $3 } END { print u }' "$logs/gpus.csv")
+# the last GPU, which is the app's device 0 (with one GPU both are 0: the run still shows the
+# preload found the GPU in the driver's own list).
+last_uuid=$(awk -F', *' '$1 ~ /^[0-9]+$/ && NF >= 3 { u = $3 } END { print u }' "$logs/gpus.csv")
+first_uuid=$(awk -F', *' '$1 ~ /^[0-9]+$/ && NF >= 3 { print $3; exit }' "$logs/gpus.csv")
+first_bus=$(awk -F', *' '$1 ~ /^[0-9]+$/ && NF >= 3 { print $2; exit }' "$logs/gpus.csv")
 if [ -n "$last_uuid" ]; then
   CUDA_VISIBLE_DEVICES=$last_uuid traced rs_gpuid kernelretsnoop --interval 0 \
       --out "$logs/rs_gpuid.csv" -- "$apps/vecadd" 4096 &&
     check gpuid rs_gpuid "$logs/rs_gpuid.log" "$logs/rs_gpuid.csv" "$logs/gpus.csv" "$last_uuid"
+  # The number is the GPU's rank in the list, not its device number: a list of the first GPU
+  # and two made-up addresses below it (GPUEXT_NV_GPU_LIST) makes it GPU 2.
+  fakes=$(python3 -c '
+import sys
+d, b, df = sys.argv[1].lower().split(":"); dv, fn = df.split(".")
+a = (int(d, 16) << 16) | (int(b, 16) << 8) | (int(dv, 16) << 3) | int(fn, 16)
+if a >= 2:
+    print(" ".join("%04x:%02x:%02x.%x" % (x >> 16, (x >> 8) & 255, (x >> 3) & 31, x & 7)
+                   for x in (a - 2, a - 1)))' "$first_bus" 2>/dev/null)
+  if [ -n "$fakes" ]; then
+    gl=$(mktemp -d /tmp/gx-gpulist.XXXXXX)
+    for f in $fakes $(echo "$first_bus" | sed 's/^0000\(....:\)/\1/'); do : >"$gl/$f"; done
+    GPUEXT_NV_GPU_LIST=$gl CUDA_VISIBLE_DEVICES=$first_uuid traced rs_gpuid_list kernelretsnoop \
+        --interval 0 --out "$logs/rs_gpuid_list.csv" -- "$apps/vecadd" 4096 &&
+      check gpuid rs_gpuid_list "$logs/rs_gpuid_list.log" "$logs/rs_gpuid_list.csv" \
+          "$logs/gpus.csv" "$first_uuid" 2
+    rm -rf "$gl"
+  else
+    say "rs_gpuid_list: GPU 0 is at PCI address $first_bus: no two addresses below it to list"
+  fi
 else
   echo "FAIL rs_gpuid: nvidia-smi listed no GPU (see gpus.csv)" | tee -a "$out/checks.txt"; status=1
 fi

@@ -711,22 +711,17 @@ static void show_launchlate(struct tracer *t, FILE *f, bool final, FILE *out)
 			t->slots.lost + t->slots.unreadable, t->slots.lost, GX_LL_SLOTS, t->slots.unreadable);
 	{
 		/* Two processes on one GPU claim the same numbers in its ring. */
-		uint32_t first[GX_LL_GPUS] = { 0 };
+		struct trace_ring_clash rc;
 
-		for (size_t i = 0; i < nl; i++) {
-			uint32_t g = l[i].gpu % GX_LL_GPUS;
-
-			if (l[i].gpu == UINT32_MAX)
-				continue;	/* no GPU known: no maps, no starts */
-			if (!first[g]) {
-				first[g] = l[i].pid;
-			} else if (first[g] != l[i].pid) {
-				fprintf(f, "  processes %u and %u both launched on GPU %u: they write one slot ring, "
-					"so their starts overwrite each other (counted as never read whole)\n",
-					first[g], l[i].pid, l[i].gpu);
-				break;
-			}
-		}
+		if (trace_ll_ring_clash(l, nl, &rc) && rc.gpu[0] == rc.gpu[1])
+			fprintf(f, "  processes %u and %u both launched on GPU %u: they write one slot ring, "
+				"so their starts overwrite each other (counted as never read whole)\n",
+				rc.pid[0], rc.pid[1], rc.gpu[0]);
+		else if (trace_ll_ring_clash(l, nl, &rc))
+			fprintf(f, "  processes %u (GPU %u) and %u (GPU %u) write one slot ring (GPU ids "
+				"%u apart share one), so their starts overwrite each other (counted as "
+				"never read whole)\n", rc.pid[0], rc.gpu[0], rc.pid[1], rc.gpu[1],
+				GX_LL_GPUS);
 	}
 	if (final && (t->slots.lost || t->slots.unreadable))
 		fprintf(f, "  so the latencies above are NOT reliable: a kernel's n-th start pairs with its n-th "

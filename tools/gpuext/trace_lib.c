@@ -510,6 +510,31 @@ long trace_match_launches(const struct gx_launch_rec *l, size_t nl,
 	return trace_match_launches_clk(l, nl, s, ns, NULL, 0, lat, NULL);
 }
 
+int trace_ll_ring_clash(const struct gx_launch_rec *l, size_t nl, struct trace_ring_clash *c)
+{
+	uint32_t pid[GX_LL_GPUS] = { 0 }, gpu[GX_LL_GPUS] = { 0 };
+	bool seen[GX_LL_GPUS] = { false };
+
+	for (size_t i = 0; i < nl; i++) {
+		uint32_t r = l[i].gpu % GX_LL_GPUS;
+
+		if (l[i].gpu == UINT32_MAX)
+			continue;
+		if (!seen[r]) {
+			seen[r] = true;
+			pid[r] = l[i].pid;
+			gpu[r] = l[i].gpu;
+		} else if (pid[r] != l[i].pid) {
+			c->pid[0] = pid[r];
+			c->gpu[0] = gpu[r];
+			c->pid[1] = l[i].pid;
+			c->gpu[1] = l[i].gpu;
+			return 1;
+		}
+	}
+	return 0;
+}
+
 long trace_match_launches_clk(const struct gx_launch_rec *l, size_t nl,
 			      const struct gx_rec_start *s, size_t ns,
 			      const struct trace_clock *clk, size_t nclk, int64_t *lat,

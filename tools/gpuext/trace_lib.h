@@ -144,6 +144,17 @@ long trace_match_launches_clk(const struct gx_launch_rec *l, size_t nl,
 			      const struct trace_clock *clk, size_t nclk, int64_t *lat,
 			      size_t *uncorrected);
 
+/*
+ * The first two processes whose launches share one of launchlate's start
+ * rings (GPU id mod GX_LL_GPUS: the same GPU, or GPUs GX_LL_GPUS apart), in
+ * launch order: 1 with their pids and GPU ids in @c, else 0. Launches with
+ * no GPU (UINT32_MAX) wrote nothing and are skipped.
+ */
+struct trace_ring_clash {
+	uint32_t pid[2], gpu[2];
+};
+int trace_ll_ring_clash(const struct gx_launch_rec *l, size_t nl, struct trace_ring_clash *c);
+
 /* ---- SM load ---------------------------------------------------------------- */
 
 struct trace_smload {

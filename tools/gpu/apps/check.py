@@ -211,19 +211,20 @@ def c_multigpu(name, log, out, gpus_csv):
         f"gpu{g}: {got.get(g, 0)} of {want[g]} ({len(seen.get(g, ()))} distinct)" for g in sorted(want)))
 
 
-def c_gpuid(name, log, out, gpus_csv, uuid):
+def c_gpuid(name, log, out, gpus_csv, uuid, want=None):
     """An app given one GPU by CUDA_VISIBLE_DEVICES=UUID: every kernelretsnoop record carries
-    that GPU's number in nvidia-smi (the system's, not the process's device 0), and the
-    preload found the GPU in the driver's list (no notice that ids are the process's)."""
+    that GPU's number in nvidia-smi (the system's, not the process's device 0), or WANT when
+    the run was given a list of GPUs of its own (GPUEXT_NV_GPU_LIST), and the preload found
+    the GPU in the list (no notice that its id is its device number)."""
     _, by_uuid = smi_index(gpus_csv)
-    want = by_uuid[uuid]
+    want = by_uuid[uuid] if want is None else int(want)
     gpus = {}
     for r in csv_rows(out):
         gpus[int(r[5])] = gpus.get(int(r[5]), 0) + 1
-    notice = any("GPU ids are this process's" in line for line in open(log, errors="replace"))
+    notice = any("GPU id is its device number" in line for line in open(log, errors="replace"))
     ok = list(gpus) == [want] and not notice
-    return result(name, ok, f"records per GPU id {gpus}, want all on {want} (nvidia-smi's number "
-                  f"of {uuid}){'; the preload said ids are ordinals' if notice else ''}")
+    return result(name, ok, f"records per GPU id {gpus}, want all on {want} (of {uuid})"
+                  f"{'; the preload said the id is the device number' if notice else ''}")
 
 
 def c_same(name, base, traced):
