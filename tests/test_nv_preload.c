@@ -90,6 +90,30 @@ static void test_filter_and_line(void)
 	CHECK(!strcmp(buf, "42 0000000000000abc error:jit_failed k\n"));
 }
 
+static void remove_tmp(const char *tmp)
+{
+	char cmd[700];
+
+	if (getenv("GPUEXT_KEEP_TMP"))
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tmp);
+}
+
+/* An empty file DIR/NAME, as the driver's GPU lists name GPUs (nv_gpu_rank reads names only). */
+static void touch_in(const char *dir, const char *name)
+{
+	char f[800];
+	int fd;
+
+	snprintf(f, sizeof(f), "%s/%s", dir, name);
+	fd = open(f, O_WRONLY | O_CREAT, 0644);
+	CHECK(fd >= 0);
+	if (fd >= 0)
+		close(fd);
+}
+
 /* PCI addresses and a GPU's rank among the system's (nv_gpu_rank: GPU ids). */
 static void test_gpu_rank(void)
 {
@@ -126,21 +150,10 @@ static void test_gpu_rank(void)
 	snprintf(b, sizeof(b), "%s/b", tmp);
 	mkdir(a, 0755);
 	mkdir(b, 0755);
-	for (int d = 0; d < 2; d++) {
-		const char *const *names = d ? in_b : in_a;
-		size_t n = d ? sizeof(in_b) / sizeof(in_b[0]) : sizeof(in_a) / sizeof(in_a[0]);
-
-		for (size_t i = 0; i < n; i++) {
-			char f[800];
-			int fd;
-
-			snprintf(f, sizeof(f), "%s/%s", d ? b : a, names[i]);
-			fd = open(f, O_WRONLY | O_CREAT, 0644);
-			CHECK(fd >= 0);
-			if (fd >= 0)
-				close(fd);
-		}
-	}
+	for (size_t i = 0; i < sizeof(in_a) / sizeof(in_a[0]); i++)
+		touch_in(a, in_a[i]);
+	for (size_t i = 0; i < sizeof(in_b) / sizeof(in_b[0]); i++)
+		touch_in(b, in_b[i]);
 	/* The first directory that lists the GPU gives its rank; entries not addresses skip. */
 	snprintf(dirs, sizeof(dirs), "%s/none:%s:%s", tmp, a, b);
 	CHECK_EQ_INT(nv_gpu_rank("0000:B1:00.0", dirs, err, sizeof(err)), 1);
@@ -159,20 +172,7 @@ static void test_gpu_rank(void)
 	CHECK_STR_CONTAINS(err, "(no directory given)");
 	CHECK_EQ_INT(nv_gpu_rank("GPU-1234", dirs, err, sizeof(err)), -EINVAL);
 	CHECK_STR_CONTAINS(err, "the driver gave 'GPU-1234', not a PCI address");
-	for (int d = 0; d < 2; d++) {
-		const char *const *names = d ? in_b : in_a;
-		size_t n = d ? sizeof(in_b) / sizeof(in_b[0]) : sizeof(in_a) / sizeof(in_a[0]);
-
-		for (size_t i = 0; i < n; i++) {
-			char f[800];
-
-			snprintf(f, sizeof(f), "%s/%s", d ? b : a, names[i]);
-			unlink(f);
-		}
-	}
-	rmdir(a);
-	rmdir(b);
-	rmdir(tmp);
+	remove_tmp(tmp);
 }
 
 /* The ration of mirrors at synchronizing calls (preload.c, nv_sync_mirror). */
@@ -531,17 +531,6 @@ static const char pack_ptx[] =
 	".param .b64 v, .param .b32 s)\n{\n\tret;\n}\n";
 
 /* Removes a test's scratch directory, unless GPUEXT_KEEP_TMP asks to keep it. */
-static void remove_tmp(const char *tmp)
-{
-	char cmd[700];
-
-	if (getenv("GPUEXT_KEEP_TMP"))
-		return;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmp);
-}
-
 static char *slurp(const char *path, size_t *len)
 {
 	char *buf = NULL;
@@ -587,19 +576,12 @@ static void make_gpu_list(const char *tmp)
 {
 	static const char *const names[] = { "0001:00:00.0", "0000:1e:00.0", "bind",
 					     "0000:05:00.0", "0000:1d:00.0", "0000:1a:00.0" };
-	char d[700], f[800];
+	char d[700];
 
 	snprintf(d, sizeof(d), "%s/gpus", tmp);
 	mkdir(d, 0755);
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		int fd;
-
-		snprintf(f, sizeof(f), "%s/%s", d, names[i]);
-		fd = open(f, O_WRONLY | O_CREAT, 0644);
-		CHECK(fd >= 0);
-		if (fd >= 0)
-			close(fd);
-	}
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		touch_in(d, names[i]);
 	snprintf(gpu_list, sizeof(gpu_list), "%s/nogpus:%s", tmp, d);
 }
 
@@ -1196,16 +1178,8 @@ static void test_e2e(void)
 	 */
 	snprintf(path, sizeof(path), "%s/other", tmp);
 	mkdir(path, 0755);
-	for (int i = 0; i < 2; i++) {
-		char f[800];
-		int fd;
-
-		snprintf(f, sizeof(f), "%s/0000:%02x:00.0", path, 0x40 + i);
-		fd = open(f, O_WRONLY | O_CREAT, 0644);
-		CHECK(fd >= 0);
-		if (fd >= 0)
-			close(fd);
-	}
+	touch_in(path, "0000:40:00.0");
+	touch_in(path, "0000:41:00.0");
 	snprintf(gpu_list, sizeof(gpu_list), "%s", path);
 	run_app(dir, cache, tmp, false, NULL, NULL, &run);
 	CHECK(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
