@@ -401,12 +401,16 @@ static const char rt_common[] =
 	 * then costs a drop an L1 hit, not an L2 round trip, at the price of
 	 * dropping for up to that long after the host drained it. The drop
 	 * counter is on a line of its own (ptx.h), so counting a drop leaves
-	 * the header's L1 copy alone.
+	 * the header's L1 copy alone. full_ns is on the header's line and is
+	 * loaded with prod and cons, used or not, so a drop waits for one L1
+	 * hit, not two in a row (kernelretsnoop on the stencil, every block
+	 * dropping, 10 interleaved rounds on an H100: 1.0275x against 1.0299x).
 	 */
 	"first:\n"
 	"  %fullp = getelementptr inbounds i8, ptr %hdr, i64 24\n"
 	"  %wprod = load atomic i64, ptr %hdr syncscope(\"block\") monotonic, align 8\n"
 	"  %wcons = load atomic i64, ptr %consp syncscope(\"block\") monotonic, align 8\n"
+	"  %stamped = load atomic i64, ptr %fullp syncscope(\"block\") monotonic, align 8\n"
 	"  br label %loop\n"
 	"loop:\n"
 	"  %prod = phi i64 [ %wprod, %first ], [ %seen, %again ], [ %sprod, %recheck ]\n"
@@ -426,7 +430,6 @@ static const char rt_common[] =
 	"  %now = call i64 @llvm.nvvm.read.ptx.sreg.globaltimer()\n"
 	"  br i1 %strong, label %stamp, label %weakfull\n"
 	"weakfull:\n"
-	"  %stamped = load atomic i64, ptr %fullp syncscope(\"block\") monotonic, align 8\n"
 	"  %age = sub i64 %now, %stamped\n"
 	"  %recent = icmp ult i64 %age, " GX_XSTR(GPUEXT_PTX_RB_FULL_NS) "\n"
 	"  br i1 %recent, label %drop, label %recheck\n"
