@@ -222,6 +222,28 @@ int nv_pci_addr(const char *s, uint64_t *addr)
 	return 0;
 }
 
+/* Appends "; "-separated text to @why (@size bytes, *@wl used so far; cut short when full). */
+static void __attribute__((format(printf, 4, 5)))
+add_why(char *why, size_t size, size_t *wl, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (*wl + 1 >= size)
+		return;
+	if (*wl) {
+		*wl += (size_t)snprintf(why + *wl, size - *wl, "; ");
+		if (*wl + 1 >= size) {
+			*wl = size;
+			return;
+		}
+	}
+	va_start(ap, fmt);
+	*wl += (size_t)vsnprintf(why + *wl, size - *wl, fmt, ap);
+	va_end(ap);
+	if (*wl >= size)
+		*wl = size;
+}
+
 int nv_gpu_rank(const char *bus_id, const char *dirs, char *err, size_t len)
 {
 	char why[512] = "";
@@ -246,9 +268,7 @@ int nv_gpu_rank(const char *bus_id, const char *dirs, char *err, size_t len)
 			continue;
 		dir = opendir(path);
 		if (!dir) {
-			if (wl < sizeof(why))
-				wl += (size_t)snprintf(why + wl, sizeof(why) - wl, "%s%s: %s",
-						       wl ? "; " : "", path, strerror(errno));
+			add_why(why, sizeof(why), &wl, "%s: %s", path, strerror(errno));
 			continue;
 		}
 		for (errno = 0; (e = readdir(dir)); errno = 0) {
@@ -264,17 +284,13 @@ int nv_gpu_rank(const char *bus_id, const char *dirs, char *err, size_t len)
 			int en = errno;
 
 			closedir(dir);
-			if (wl < sizeof(why))
-				wl += (size_t)snprintf(why + wl, sizeof(why) - wl, "%s%s: %s",
-						       wl ? "; " : "", path, strerror(en));
+			add_why(why, sizeof(why), &wl, "%s: %s", path, strerror(en));
 			continue;
 		}
 		closedir(dir);
 		if (found)
 			return (int)below;
-		if (wl < sizeof(why))
-			wl += (size_t)snprintf(why + wl, sizeof(why) - wl, "%s%s lists %u GPUs, not it",
-					       wl ? "; " : "", path, listed);
+		add_why(why, sizeof(why), &wl, "%s lists %u GPUs, not it", path, listed);
 	}
 	nv_set_err(err, len, "GPU %s is in no list of the system's GPUs (%s)", bus_id,
 		   why[0] ? why : "no directory given");
