@@ -308,10 +308,12 @@ static void test_probe_all(void)
 			CHECK(strstr(text, ", 2, 3;"));
 			if (per_thread) {
 				/* No leader election; the exit probe's ring reserve groups the
-				 * lanes of a warp (one CAS per group, rank by lanemask_lt). */
+				 * lanes of a warp (one CAS per group, rank by lanemask_lt). Its
+				 * size is a constant, so the group is the active mask: no
+				 * match.any (ptx_runtime.c, rt_rb_thread). */
 				CHECK(!strstr(text, "bar.warp.sync"));
-				CHECK(strstr(text, "match.any.sync.b64") && strstr(text, "%lanemask_lt") &&
-				      strstr(text, "shfl.sync.idx.b32"));
+				CHECK(strstr(text, "%lanemask_lt") && strstr(text, "shfl.sync.idx.b32"));
+				CHECK(!strstr(text, "match.any.sync"));
 			} else {
 				/* Leader election once per event, and the wait of the other
 				 * lanes but at the exit, where the ret follows; the leader
@@ -514,6 +516,44 @@ static void test_refusals(void)
 		CHECK_EQ_INT(gpuext_ptx_probe_emit(obj, "sm_52", false, &events, &text, &len), -EINVAL);
 		CHECK_STR_CONTAINS(logbuf.buf, "unsupported target 'sm_52'");
 		CHECK_EQ_INT(gpuext_ptx_probe_emit(obj, "sm_80", false, &events, NULL, &len), -EINVAL);
+		gpuext_object__close(obj);
+	}
+	gpuext_runtime__free(rt);
+}
+
+/*
+ * Per-thread ring groups: a reservation of a constant size (bpf_ringbuf_reserve)
+ * groups the active lanes without match.any; bpf_ringbuf_output of a size the
+ * verifier knows only by its bounds (probe_bigrec: 17 + sm_id % 32 bytes) still
+ * matches lanes by size, since lanes of one call may ask for different sizes.
+ */
+static void test_ring_groups(void)
+{
+	struct gpuext_runtime *rt = new_rt();
+	struct gpuext_object *obj;
+	uint32_t events = 0;
+	char *text = NULL, *mod;
+	size_t len = 0;
+
+	if (!rt) {
+		CHECK(rt);
+		return;
+	}
+	obj = open_obj(rt, "probe_bigrec.bpf.o");
+	if (obj) {
+		CHECK_EQ_INT(gpuext_ptx_probe_emit(obj, "sm_80", true, &events, &text, &len), 0);
+		if (text) {
+			CHECK_EQ_INT(count_str(text, "match.any.sync.b64"), 1);
+			CHECK(strstr(text, "%lanemask_lt") && strstr(text, "shfl.sync.idx.b32"));
+			mod = wrap(text, "8.0", "sm_80", events);
+			CHECK(mod && (!ptxas[0] || assemble(mod, "sm_80", "probe_bigrec per-thread")));
+			free(mod);
+		}
+		free(text);
+		text = NULL;
+		CHECK_EQ_INT(gpuext_ptx_probe_emit(obj, "sm_80", false, &events, &text, &len), 0);
+		CHECK(text && !strstr(text, "match.any.sync"));	/* warp mode: the leader alone */
+		free(text);
 		gpuext_object__close(obj);
 	}
 	gpuext_runtime__free(rt);
@@ -760,6 +800,7 @@ int main(void)
 	test_hash_layout();
 	test_guards();
 	test_mem_align();
+	test_ring_groups();
 	if (!*p || strstr(p, "NOTFOUND") || access(p, X_OK)) {
 		printf("test_codegen_ptx_probe: SKIP: ptxas not found (GPUEXT_PTXAS='%s'); install "
 		       "the CUDA toolkit (ptxas in /usr/local/cuda/bin) and re-run cmake\n", p);

@@ -381,6 +381,9 @@ struct gpuext_ptx_run_opts {
 	size_t err_len;
 	/* Out: the PTX that ran (malloc'd, caller frees) when non-NULL. */
 	char **ptx;
+	/* Tests: ring buffers start at this position (prod = cons), not 0, so
+	 * a run can cross 2^32 (the runtime does its in-shard arithmetic in 32 bits). */
+	uint64_t rb_start;
 };
 
 /*

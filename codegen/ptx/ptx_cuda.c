@@ -417,6 +417,15 @@ static int upload_maps(struct run *x, CUdeviceptr table, size_t table_size)
 			err = dev_alloc(x, &dm->hdr, gpuext_ptx_rb_aux_bytes(descs[i].nr_slots),
 					"ring buffer header");
 			descs[i].aux = dm->hdr;
+			if (!err && x->o->rb_start) {
+				uint64_t pos[2] = { x->o->rb_start, x->o->rb_start };
+
+				if (x->d->cu.MemcpyHtoD(dm->hdr, pos, sizeof(pos)) != CUDA_SUCCESS) {
+					set_err(x->o->err, x->o->err_len, "writing ring buffer '%s' "
+						"positions failed", gpuext_map__name(m));
+					err = -EIO;
+				}
+			}
 		}
 	}
 	if (!err && x->d->cu.MemcpyHtoD(table, descs, x->map_cnt * sizeof(*descs)) != CUDA_SUCCESS) {

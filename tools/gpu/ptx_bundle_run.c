@@ -209,6 +209,7 @@ struct brun {
 	uint64_t want_r0;
 	uint8_t *want_mem;
 	char nd[160];
+	uint64_t ring_start;	/* "ringpos POS": rings start at POS (prod = cons) */
 	struct check checks[MAX_CHECKS];
 	size_t check_cnt;
 };
@@ -322,6 +323,8 @@ static int next_run(FILE *f, struct brun *r, int *lineno, char *why, size_t wlen
 			v->size = strtoull(tok[2], NULL, 0);
 			if (!v->size || v->size > 1 << 20 || !parse_hex(tok[3], v->size, &v->init))
 				BAD("var");
+		} else if (!strcmp(tok[0], "ringpos") && n == 2) {
+			r->ring_start = strtoull(tok[1], NULL, 0);
 		} else if (!strcmp(tok[0], "expect_r0") && n == 2) {
 			r->has_r0 = true;
 			r->want_r0 = strtoull(tok[1], NULL, 16);
@@ -451,8 +454,13 @@ static int launch(const char *dir, struct brun *r, bool sm90, uint32_t timeout_m
 		CK(dalloc(&dm, &descs[i].base, m->bytes), "map memory");
 		if (m->init)
 			CK(cu.MemcpyHtoD(descs[i].base, m->init, m->bytes), "map upload");
-		if (m->d.type == 27) /* ring buffer: its header */
+		if (m->d.type == 27) { /* ring buffer: its header */
+			uint64_t pos[2] = { r->ring_start, r->ring_start };
+
 			CK(dalloc(&dm, &descs[i].aux, RING_AUX), "ring header");
+			if (r->ring_start)
+				CK(cu.MemcpyHtoD(descs[i].aux, pos, sizeof(pos)), "ring positions");
+		}
 	}
 	if (r->map_cnt) {
 		CK(cu.ModuleGetGlobal(&g, &gsize, mod, "gpuext_rt_maps"), "gpuext_rt_maps");

@@ -588,6 +588,36 @@ static const char extra_text[] =
 	"end\n"
 	"result 0x0\n" /* the reader wants one; check_extra() decides */
 	/*
+	 * The same with the ring's positions starting at 2^32 - 2048 (ringpos): the
+	 * reservations cross 2^32, where the runtime's 32-bit in-shard arithmetic
+	 * wraps, and the shard's end at offset 4096 (a padding record).
+	 */
+	"case rt_ringbuf_full_pos32\n"
+	"map rb ringbuf key=0 value=0 entries=4096\n"
+	"asm\n"
+	"	r1 = map[rb] ll\n"
+	"	r2 = r10\n"
+	"	r2 += -0x80\n"
+	"	r3 = 0x64\n"
+	"	r4 = 0x0\n"
+	"	*(u64 *)(r10 - 0x80) = 0x0\n"
+	"	*(u64 *)(r10 - 0x78) = 0x0\n"
+	"	*(u64 *)(r10 - 0x70) = 0x0\n"
+	"	*(u64 *)(r10 - 0x68) = 0x0\n"
+	"	*(u64 *)(r10 - 0x60) = 0x0\n"
+	"	*(u64 *)(r10 - 0x58) = 0x0\n"
+	"	*(u64 *)(r10 - 0x50) = 0x0\n"
+	"	*(u64 *)(r10 - 0x48) = 0x0\n"
+	"	*(u64 *)(r10 - 0x40) = 0x0\n"
+	"	*(u64 *)(r10 - 0x38) = 0x0\n"
+	"	*(u64 *)(r10 - 0x30) = 0x0\n"
+	"	*(u64 *)(r10 - 0x28) = 0x0\n"
+	"	*(u64 *)(r10 - 0x20) = 0x0\n"
+	"	call bpf_ringbuf_output\n"
+	"	exit\n"
+	"end\n"
+	"result 0x0\n" /* the reader wants one; check_extra() decides */
+	/*
 	 * Hash map: each runner inserts its thread id -> id * 3 + 1, reads it
 	 * back, and deletes it again when bit 5 of the id is set. r0 = 0 when the
 	 * update, the lookup's value and the delete were right.
@@ -840,7 +870,7 @@ static const char *check_extra(const char *name, const struct isa_case_env *env,
 				return "r0 != 0";
 		return NULL;
 	}
-	if (!strcmp(name, "rt_ringbuf_full")) {
+	if (!strcmp(name, "rt_ringbuf_full") || !strcmp(name, "rt_ringbuf_full_pos32")) {
 		unsigned ok = 0, eagain = 0;
 
 		rb_drain(env->maps[0], &seen);
@@ -958,6 +988,9 @@ static const char *check_extra(const char *name, const struct isa_case_env *env,
  * The same checks as check_extra(), in the bundle's terms (ptx_bundle_run
  * evaluates them): a uniform r0 and/or "check" lines. Returns @checks.
  */
+/* rt_ringbuf_full_pos32: 2048 bytes below 2^32, half-way into a 4096-byte ring. */
+#define RB_POS32 UINT64_C(0xfffff800)
+
 static const char *extra_bundle_checks(const char *name, uint32_t threads, bool per_thread,
 				       bool *has_r0, uint64_t *r0, char *checks, size_t len)
 {
@@ -976,6 +1009,8 @@ static const char *extra_bundle_checks(const char *name, uint32_t threads, bool 
 		snprintf(checks, len, "check ring_ids 0 %u\n", runners);
 	else if (!strcmp(name, "rt_ringbuf_full") && (*has_r0 = false, true))
 		snprintf(checks, len, "check ring_vs_r0 0 36\n"); /* 112-byte records in 4096 */
+	else if (!strcmp(name, "rt_ringbuf_full_pos32") && (*has_r0 = false, true))
+		snprintf(checks, len, "ringpos 0x%" PRIx64 "\ncheck ring_vs_r0 0 36\n", RB_POS32);
 	else if (!strcmp(name, "rt_hash_update_lookup_delete")) /* ids 0-31 of every 64 stay */
 		snprintf(checks, len, "check hash_keys 0 %u 3\n",
 			 per_thread ? threads / 64 * 32 + (threads % 64 < 32 ? threads % 64 : 32) :
@@ -1023,7 +1058,8 @@ static bool run_extras(const struct opts *o, struct gpuext_ptx_device *dev)
 			char why[512] = "", buf[256];
 			GPUEXT_OPTS(gpuext_ptx_run_opts, ro, .per_thread = m == 0,
 				    .threads = o->threads, .timeout_ms = o->timeout_ms, .r0 = r0,
-				    .sync_maps = true, .err = why, .err_len = sizeof(why));
+				    .sync_maps = true, .err = why, .err_len = sizeof(why),
+				    .rb_start = strcmp(tc->name, "rt_ringbuf_full_pos32") ? 0 : RB_POS32);
 			GPUEXT_OPTS(gpuext_verify_opts, vo, .type_desc = &any);
 			GPUEXT_OPTS(gpuext_verify_result, res);
 			const char *bad = NULL;
