@@ -528,7 +528,9 @@ static const char pack_ptx[] =
 	".visible .global .align 8 .u64 gpuext_rt_prandom_seed;\n"
 	".visible .global .align 4 .u32 gpuext_rt_gpu_id;\n"
 	".func gpuext_probe_entry(.param .b64 k, .param .b64 g, .param .b64 a, "
-	".param .b64 v, .param .b32 s)\n{\n\tret;\n}\n";
+	".param .b64 v, .param .b32 s)\n{\n\t.reg .b64 %rd<3>;\n"
+	"\tld.global.u64 %rd1, [gpuext_rt_maps];\n"
+	"\tatom.global.add.u64 %rd2, [%rd1], 1;\n\tret;\n}\n";
 
 /* Removes a test's scratch directory, unless GPUEXT_KEEP_TMP asks to keep it. */
 static char *slurp(const char *path, size_t *len)
@@ -1071,8 +1073,8 @@ static void test_e2e(void)
 			   "full), 0 dropped on the host (shm ring full)");
 	/* The module's load in the second context found the first one's splice. */
 	CHECK_STR_CONTAINS(stats, "splice cache: 1 modules from the cache, 4 spliced");
+	CHECK_STR_CONTAINS(stats, "L2 policy 0x14f0000000000000: on 1 map atomics of the probes");
 	free(stats);
-	run_free(&run);
 
 	/* What the driver was asked to JIT is PTX that ptxas (when present) assembles. */
 	if (GPUEXT_PTXAS[0] && access(GPUEXT_PTXAS, X_OK) == 0) {
@@ -1085,6 +1087,47 @@ static void test_e2e(void)
 		}
 	} else {
 		fprintf(stderr, "test_nv_preload: no ptxas: the spliced PTX is not assembled\n");
+	}
+
+	run_free(&run);
+
+	/*
+	 * The probes' map atomic carries the GPU's L2 policy (the fake's sm_90
+	 * makes one: nv_maps.c, l2keep_setup), as an immediate; without a
+	 * policy (the kernel refused, or GPUEXT_NV_L2_KEEP=0) the plain form is
+	 * spliced again, under a key of its own.
+	 */
+	CHECK_STR_CONTAINS(run.log, "l2keep 0x14f0000000000000");
+	snprintf(path, sizeof(path), "%s/jit-0.ptx", tmp);
+	txt = slurp(path, NULL);
+	CHECK_STR_CONTAINS(txt, "atom.global.add.L2::cache_hint.u64");
+	CHECK_STR_CONTAINS(txt, ", 0x14f0000000000000;");
+	free(txt);
+	for (int how = 0; how < 2; how++) {
+		setenv(how ? "GPUEXT_NV_L2_KEEP" : "FAKECUDA_L2_KEEP_FAIL", how ? "0" : "1", 1);
+		run_app(dir, cache, tmp, false, NULL, NULL, &run);
+		unsetenv(how ? "GPUEXT_NV_L2_KEEP" : "FAKECUDA_L2_KEEP_FAIL");
+		CHECK(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
+		if (how) {
+			CHECK(!strstr(run.err, "L2 policy") && !strstr(run.log, "l2keep"));
+		} else {
+			CHECK_STR_CONTAINS(run.err, "no L2 policy for the probes' map atomics "
+					   "(launching the policy kernel: ");
+			CHECK_STR_CONTAINS(run.log, "l2keep refused");
+		}
+		snprintf(path, sizeof(path), "%s/nvprobe-%d.txt", dir, (int)run.pid);
+		stats = slurp(path, NULL);
+		CHECK_STR_CONTAINS(stats, "L2 policy: none");
+		/* spliced without the hint once, then from the cache */
+		CHECK_STR_CONTAINS(stats, how ? "splice cache: 5 modules from the cache, 0 spliced" :
+					       "splice cache: 1 modules from the cache, 4 spliced");
+		free(stats);
+		snprintf(path, sizeof(path), "%s/jit-0.ptx", tmp);
+		txt = slurp(path, NULL);
+		CHECK(txt && !strstr(txt, "L2::cache_hint"));
+		CHECK_STR_CONTAINS(txt, "atom.global.add.u64");
+		free(txt);
+		run_free(&run);
 	}
 
 	/* 2. Warm cache: every module and library comes spliced from the cache. */

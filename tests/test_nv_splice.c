@@ -34,6 +34,7 @@
 #include "nvprobe.h"
 #include "ptx/ptx.h"
 #include "ptx_splice.h"
+#include "ptx_text.h"
 #include "testlib.h"
 
 #define SPLICE_DIR GPUEXT_TEST_DATA_DIR "/nv/splice"
@@ -1070,6 +1071,98 @@ static void test_const_bank(const struct gx_pack *emitted)
 	}
 }
 
+/*
+ * gx_ptx_probes_l2keep: the L2 policy goes on plain integer atomics and
+ * reductions of global memory only, and the emitted probes with it spliced
+ * into a module still assemble (sm_80: the least a cache hint needs).
+ */
+static void test_l2keep(const struct gx_pack *emitted)
+{
+	static const char text[] =
+		"// gpuext-ptx-version 7.0\n// gpuext-ptx-target sm_75\n"
+		"\tatom.global.add.u64 \t%rd8, [%rd7], 1;\n"
+		"\t@%p1 red.global.max.u64 [%rd2+8], %rd3; // a comment\n"
+		"\t@!%p2 atom.global.or.b32 %r1, [%rd2], 4;\n"
+		"\tatom.global.cas.b64 %rd1, [%rd2], %rd3, %rd4;\n"
+		"\tatom.global.exch.b64 %rd1, [%rd2], %rd3;\n"
+		"\tred.release.gpu.global.xor.b32 [%rd9], %r2;\n"
+		"\tatom.global.add.f32 %f1, [%rd2], %f2;\n"
+		"\tatom.global.add.L2::cache_hint.u64 %rd5, [%rd2], 1, %rd6;\n"
+		"\tatom.add.u64 %rd5, [%rd2], 1;\n"
+		"\tld.global.u64 %rd5, [%rd2];\n"
+		"\tatom.global.add.u64 %rd8, [%rd7], 1;";	/* no newline at the end */
+	static const char want[] =	/* a cache hint needs PTX 7.4 and sm_80 */
+		"// gpuext-ptx-version 7.4\n// gpuext-ptx-target sm_80\n"
+		"\tatom.global.add.L2::cache_hint.u64 \t%rd8, [%rd7], 1, 0x14f0000000000000;\n"
+		"\t@%p1 red.global.max.L2::cache_hint.u64 [%rd2+8], %rd3, 0x14f0000000000000; "
+		"// a comment\n"
+		"\t@!%p2 atom.global.or.L2::cache_hint.b32 %r1, [%rd2], 4, 0x14f0000000000000;\n"
+		"\tatom.global.cas.b64 %rd1, [%rd2], %rd3, %rd4;\n"
+		"\tatom.global.exch.b64 %rd1, [%rd2], %rd3;\n"
+		"\tred.release.gpu.global.xor.b32 [%rd9], %r2;\n"
+		"\tatom.global.add.f32 %f1, [%rd2], %f2;\n"
+		"\tatom.global.add.L2::cache_hint.u64 %rd5, [%rd2], 1, %rd6;\n"
+		"\tatom.add.u64 %rd5, [%rd2], 1;\n"
+		"\tld.global.u64 %rd5, [%rd2];\n"
+		"\tatom.global.add.L2::cache_hint.u64 %rd8, [%rd7], 1, 0x14f0000000000000;";
+	char err[256], *out = NULL, *sp = NULL;
+	size_t olen = 0, splen = 0;
+	unsigned n = 0;
+	struct gx_splice_stats st;
+	struct gx_pack hinted;
+
+	CHECK_EQ_INT(gx_ptx_probes_l2keep(text, sizeof(text) - 1, 0x14f0000000000000ull, &out,
+					  &olen, &n), 0);
+	if (out) {
+		CHECK_EQ_INT(n, 4);
+		CHECK_EQ_U64(olen, strlen(out));
+		test_checks++;
+		if (strcmp(out, want))
+			test_fail(__FILE__, __LINE__, "l2keep rewrite:\n%s\nwant:\n%s", out, want);
+		free(out);
+		out = NULL;
+	}
+	{	/* nothing to hint: the text as it was, markers too */
+		static const char plain[] = "// gpuext-ptx-target sm_75\n\tld.global.u64 %rd5, [%rd2];\n";
+
+		CHECK_EQ_INT(gx_ptx_probes_l2keep(plain, sizeof(plain) - 1, 1, &out, &olen, &n), 0);
+		CHECK_EQ_INT(n, 0);
+		CHECK(out && !strcmp(out, plain));
+		free(out);
+		out = NULL;
+	}
+	if (!emitted)
+		return;
+	CHECK_EQ_INT(gx_ptx_probes_l2keep(emitted->ptx, emitted->ptx_len, 0x14f0000000000000ull,
+					  &out, &olen, &n), 0);
+	if (!out)
+		return;
+	CHECK(n >= 2);	/* probe_all's map atomics and the ring's drop counter */
+	CHECK_EQ_INT(count_str(out, "L2::cache_hint"), n);
+	hinted = *emitted;
+	hinted.ptx = out;
+	hinted.ptx_len = olen;
+	{
+		static const char mod[] =
+			".version 7.8\n.target sm_80\n.address_size 64\n\n"
+			".visible .entry k(.param .u64 k_p)\n{\n\t.reg .b64 %rd<3>;\n"
+			"\t.reg .b32 %r<2>;\n\tld.param.u64 %rd1, [k_p];\n"
+			"\tcvta.to.global.u64 %rd2, %rd1;\n\tld.global.u32 %r1, [%rd2];\n"
+			"\tst.global.u32 [%rd2+4], %r1;\n\tret;\n}\n";
+
+		CHECK_EQ_INT(gx_ptx_splice(mod, sizeof(mod) - 1, &hinted, &sp, &splen, &st, err,
+					   sizeof(err)), 0);
+	}
+	if (sp) {
+		CHECK(count_str(sp, "L2::cache_hint") >= n);
+		test_checks++;
+		if (!assemble(sp, splen, "sm_80", "probes with the L2 policy"))
+			test_fail(__FILE__, __LINE__, "probes with the L2 policy do not assemble");
+		free(sp);
+	}
+	free(out);
+}
+
 /* The inliner with a hoisting plan of @b for the site @sfx: the site's text and the moved code. */
 static char *inline_hoisted(const struct gx_probe_body *b, const char *sfx, char **h)
 {
@@ -1497,6 +1590,7 @@ int main(void)
 	test_inputs(packs, npacks);
 	test_details(&packs[0].pack);
 	test_const_bank(npacks > 1 ? &packs[1].pack : NULL);
+	test_l2keep(npacks > 2 ? &packs[2].pack : NULL);
 	test_malformed();
 	test_inline();
 	test_hoist();

@@ -186,6 +186,14 @@ int nv_tidy_init(const struct nv_api *cu, struct nv_tidy *t, uint32_t cap, char 
 		 size_t why_len);
 /* Its PTX (tests assemble it with ptxas). */
 const char *nv_tidy_ptx(void);
+/*
+ * An L2 evict_last cache policy as this GPU encodes it: the current context
+ * runs nv_l2keep_ptx()'s kernel (createpolicy) once on stream @st. 0 with
+ * *@pol set, or -ENOSYS/-EIO with @why set and *@pol 0.
+ */
+int nv_l2keep_measure(const struct nv_api *cu, CUstream st, uint64_t *pol, char *why,
+		      size_t why_len);
+const char *nv_l2keep_ptx(void);
 
 /*
  * Moves the committed records of device ring @m (current context) into @out:
@@ -270,6 +278,7 @@ struct nv_ctx {
 	struct gpuext_ptx_map_desc desc[GX_PACK_MAX_MAPS];
 	struct nv_dmap m[GX_PACK_MAX_MAPS];
 	struct nv_tidy tidy;		/* rings: the drain's tidy kernel (nv_tidy_init) */
+	uint64_t l2keep;		/* the probes' L2 policy (nv_l2keep_measure); 0: none */
 	/* 0 not calibrated, 1 in progress, 2 ->clock valid, 3 failed (preload only). */
 	_Atomic int clock_state;
 	struct nv_clock clock;
@@ -307,6 +316,8 @@ struct nv_maps {
 int nv_maps__init(struct nv_maps *mm, const struct gx_pack *pack, const struct nv_api *cu,
 		  char *err, size_t err_len);
 /* The state of context @c, set up (maps allocated) on first sight. NULL: no memory. */
+/* The L2 policy a live context of GPUs of @sm measured (x->l2keep), or 0. */
+uint64_t nv_maps__l2keep(struct nv_maps *mm, unsigned sm);
 struct nv_ctx *nv_maps__ctx(struct nv_maps *mm, CUcontext c);
 /* Writes @x's descriptors into a module's gpuext_rt_maps (@table, @size bytes). */
 int nv_maps__fill(struct nv_maps *mm, struct nv_ctx *x, CUdeviceptr table, size_t size);

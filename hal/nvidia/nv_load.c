@@ -23,6 +23,7 @@
 
 #include "nv_preload.h"
 #include "nv_util.h"
+#include "ptx_text.h"
 
 static size_t hslot(const void *h)
 {
@@ -408,12 +409,60 @@ static void say_table_in_global(const struct prep *p)
 		"(a load more per probe)\n", first_name(p));
 }
 
+/*
+ * The pack whose probes' map atomics carry policy @pol (the current
+ * context's x->l2keep, nv_maps.c): made once per value and kept; its hash,
+ * and so the splice cache key, covers the value. &g.pack when @pol is 0 or
+ * the rewrite fails (said once).
+ */
+static const struct gx_pack *l2keep_pack(uint64_t pol)
+{
+	const struct gx_pack *r = &g.pack;
+	struct gx_sha256 h;
+	unsigned n = 0;
+	char *t = NULL;
+	size_t tl = 0;
+
+	if (!pol || !g.pack.ptx)
+		return r;
+	pthread_mutex_lock(&g.l2lock);
+	for (unsigned i = 0; i < g.l2n; i++)
+		if (g.l2pol[i] == pol) {
+			r = &g.l2pack[i];
+			goto out;
+		}
+	if (g.l2n == NV_L2_PACKS ||
+	    gx_ptx_probes_l2keep(g.pack.ptx, g.pack.ptx_len, pol, &t, &tl, &n)) {
+		if (!g.l2warned++)
+			fprintf(stderr, PFX "warning: the probes run without an L2 policy on "
+				"their map atomics (%s)\n", t ? "too many kinds of GPU" : "no memory");
+		free(t);
+		goto out;
+	}
+	g.l2pack[g.l2n] = g.pack;
+	g.l2pack[g.l2n].ptx = t;
+	g.l2pack[g.l2n].ptx_len = tl;
+	gx_sha256_init(&h);
+	gx_sha256_update(&h, g.pack.hash, sizeof(g.pack.hash));
+	gx_sha256_update(&h, "gpuext-l2keep", 13);
+	gx_sha256_update(&h, &pol, sizeof(pol));
+	gx_sha256_final(&h, g.l2pack[g.l2n].hash);
+	g.l2pol[g.l2n] = pol;
+	g.l2cnt[g.l2n] = n;
+	r = &g.l2pack[g.l2n++];
+out:
+	pthread_mutex_unlock(&g.l2lock);
+	return r;
+}
+
 static void prepare(const void *image, size_t len, unsigned sm, struct prep *p)
 {
 	char err[512] = "";
 	char *ptx = NULL, *out = NULL;
 	size_t ptx_len = 0, out_len = 0, cached_len = 0;
 	struct gx_splice_stats st;
+	const struct gx_pack *pack;
+	struct nv_ctx *x;
 	uint8_t key[32];
 	void *cached = NULL;
 	bool any = false;
@@ -455,7 +504,10 @@ static void prepare(const void *image, size_t len, unsigned sm, struct prep *p)
 		p->state = IMG_INSTR;
 		return;
 	}
-	gx_cache_key(ptx, ptx_len, g.pack.hash, sm, g.driver_version, key);
+	/* The current context's policy, else one its kind of GPU gave elsewhere. */
+	x = nv_current_ctx();
+	pack = l2keep_pack(x && x->sm == sm ? x->l2keep : nv_maps__l2keep(&g.maps, sm));
+	gx_cache_key(ptx, ptx_len, pack->hash, sm, g.driver_version, key);
 	if (gx_cache_get(key, "ptx", &cached, &cached_len) == 0 && cached_len &&
 	    ((char *)cached)[cached_len - 1] == '\0') {
 		free(ptx);
@@ -475,7 +527,7 @@ static void prepare(const void *image, size_t len, unsigned sm, struct prep *p)
 		return;
 	}
 	free(cached);
-	e = gx_ptx_splice(ptx, ptx_len, &g.pack, &out, &out_len, &st, err, sizeof(err));
+	e = gx_ptx_splice(ptx, ptx_len, pack, &out, &out_len, &st, err, sizeof(err));
 	free(ptx);
 	if (e) {
 		prep_error(p, "error:splice", "splicing the probes in failed: %s", err);

@@ -16,6 +16,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#define NV_L2_PACKS 4	/* GPU kinds of one process with a pack of their own */
+
 #include "nv_impl.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -210,6 +212,15 @@ struct nv_state {
 	bool uniform_sm;		/* every device has sm0 */
 	char dir[PATH_MAX];
 	struct gx_pack pack;
+	/*
+	 * The pack with its map atomics carrying an L2 policy (nv_load.c,
+	 * l2keep_pack): one per policy value the process's GPUs gave, never freed.
+	 */
+	struct gx_pack l2pack[NV_L2_PACKS];
+	uint64_t l2pol[NV_L2_PACKS];
+	unsigned l2cnt[NV_L2_PACKS];	/* atomics rewritten (nvprobe-PID.txt says) */
+	unsigned l2n, l2warned;
+	pthread_mutex_t l2lock;
 	struct nv_maps maps;
 	int kernels_fd, launches_fd;
 	unsigned pid;

@@ -48,6 +48,7 @@ struct nv_state g = {
 	.launches_fd = -1,
 	.hlock = PTHREAD_RWLOCK_INITIALIZER,
 	.llock = PTHREAD_MUTEX_INITIALIZER,
+	.l2lock = PTHREAD_MUTEX_INITIALIZER,
 	.gexec_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
@@ -442,6 +443,13 @@ static void nv_exit(void)
 		nv_maps__report(&g.maps, fd, false);
 		dprintf(fd, "splice cache: %u modules from the cache, %u spliced\n",
 			atomic_load(&g.splice_hits), atomic_load(&g.splices));
+		pthread_mutex_lock(&g.l2lock);
+		for (unsigned i = 0; i < g.l2n; i++)
+			dprintf(fd, "L2 policy 0x%016llx: on %u map atomics of the probes\n",
+				(unsigned long long)g.l2pol[i], g.l2cnt[i]);
+		if (!g.l2n)
+			dprintf(fd, "L2 policy: none\n");
+		pthread_mutex_unlock(&g.l2lock);
 		close(fd);
 	}
 }

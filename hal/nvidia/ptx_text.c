@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -279,5 +280,138 @@ int gx_ptx_probes_in_global(const char *ptx, size_t n, char **out, size_t *out_l
 	}
 	*out = o;
 	*out_len = w;
+	return 0;
+}
+
+/* "add" .. "dec": the integer read-modify-writes that take an L2 cache hint here. */
+static bool l2keep_op(const char *op, size_t n)
+{
+	static const char *const ops[] = { "add", "or", "and", "xor", "min", "max", "inc", "dec" };
+
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (strlen(ops[i]) == n && !memcmp(op, ops[i], n))
+			return true;
+	return false;
+}
+
+static bool l2keep_type(const char *ty, size_t n)
+{
+	static const char *const tys[] = { "u32", "u64", "s32", "s64", "b32", "b64" };
+
+	for (size_t i = 0; i < sizeof(tys) / sizeof(tys[0]); i++)
+		if (n == 3 && !memcmp(ty, tys[i], 3))
+			return true;
+	return false;
+}
+
+/*
+ * If line @l (@n bytes, no newline) is "[guard] atom.global.OP.TYPE ...;" or
+ * "red.global.OP.TYPE ...;" with OP and TYPE above, the offsets of the dot
+ * before TYPE and of the ';' in *@dot / *@semi.
+ */
+static bool l2keep_line(const char *l, size_t n, size_t *dot, size_t *semi)
+{
+	size_t i = 0, m, op, opn, ty;
+	const char *s;
+
+	while (i < n && (l[i] == ' ' || l[i] == '\t'))
+		i++;
+	if (i < n && l[i] == '@') {	/* a guard: "@%p1 " or "@!%p1 " */
+		while (i < n && l[i] != ' ' && l[i] != '\t')
+			i++;
+		while (i < n && (l[i] == ' ' || l[i] == '\t'))
+			i++;
+	}
+	if (n - i >= 12 && !memcmp(l + i, "atom.global.", 12))
+		m = i + 12;
+	else if (n - i >= 11 && !memcmp(l + i, "red.global.", 11))
+		m = i + 11;
+	else
+		return false;
+	op = m;
+	while (m < n && l[m] != '.' && l[m] != ' ' && l[m] != '\t')
+		m++;
+	opn = m - op;
+	if (m >= n || l[m] != '.' || !l2keep_op(l + op, opn))
+		return false;
+	ty = m + 1;
+	while (m + 1 < n && l[m + 1] != ' ' && l[m + 1] != '\t')
+		m++;
+	if (!l2keep_type(l + ty, m + 1 - ty))	/* exactly OP.TYPE: nothing else qualified */
+		return false;
+	s = memchr(l, ';', n);
+	if (!s || memmem(l, n, "L2::", 4))
+		return false;
+	*dot = ty - 1;
+	*semi = (size_t)(s - l);
+	return true;
+}
+
+int gx_ptx_probes_l2keep(const char *ptx, size_t n, uint64_t pol, char **out, size_t *out_len,
+			 unsigned *count)
+{
+	static const char hint[] = ".L2::cache_hint";
+	char imm[24];
+	size_t cap = n + 64, w = 0, k;
+	unsigned c = 0;
+	bool need;
+	char *o;
+
+	for (size_t i = 0; i < n; i++)	/* room: every line could take a hint */
+		cap += ptx[i] == '\n' ? sizeof(hint) + sizeof(imm) + 2 : 0;
+	o = malloc(cap + sizeof(hint) + sizeof(imm) + 2);
+	if (!o)
+		return -ENOMEM;
+	k = (size_t)snprintf(imm, sizeof(imm), ", 0x%016llx", (unsigned long long)pol);
+	for (size_t i = 0; i < n;) {	/* a hint needs PTX 7.4 and sm_80: raise what the text asks */
+		const char *nl = memchr(ptx + i, '\n', n - i);
+		size_t len = nl ? (size_t)(nl - (ptx + i)) : n - i, dot, semi;
+
+		c += l2keep_line(ptx + i, len, &dot, &semi);
+		i += len + (nl != NULL);
+	}
+	need = c > 0;
+	c = 0;
+	for (size_t i = 0; i < n;) {
+		const char *nl = memchr(ptx + i, '\n', n - i);
+		size_t len = nl ? (size_t)(nl - (ptx + i)) : n - i, dot, semi;
+		unsigned a = 0, b = 0;
+		char v[16] = "";
+
+		if (len > 24)	/* the marker's value, NUL-terminated */
+			snprintf(v, sizeof(v), "%.*s", (int)(len - 22 < 15 ? len - 22 : 15), ptx + i + 22);
+		if (need && len > 22 && !memcmp(ptx + i, "// gpuext-ptx-version ", 22) &&
+		    sscanf(v, "%u.%u", &a, &b) == 2 && (a < 7 || (a == 7 && b < 4))) {
+			w += (size_t)sprintf(o + w, "// gpuext-ptx-version 7.4");
+		} else if (need && len > 24 && !memcmp(ptx + i, "// gpuext-ptx-target sm_", 24) &&
+			   sscanf(v + 2, "%u", &a) == 1 && a < 80) {
+			w += (size_t)sprintf(o + w, "// gpuext-ptx-target sm_80");
+		} else if (l2keep_line(ptx + i, len, &dot, &semi)) {
+			memcpy(o + w, ptx + i, dot);
+			w += dot;
+			memcpy(o + w, hint, sizeof(hint) - 1);
+			w += sizeof(hint) - 1;
+			memcpy(o + w, ptx + i + dot, semi - dot);
+			w += semi - dot;
+			memcpy(o + w, imm, k);
+			w += k;
+			memcpy(o + w, ptx + i + semi, len - semi);
+			w += len - semi;
+			c++;
+		} else {
+			memcpy(o + w, ptx + i, len);
+			w += len;
+		}
+		i += len;
+		if (nl) {
+			o[w++] = '\n';
+			i++;
+		}
+	}
+	o[w] = '\0';
+	*out = o;
+	*out_len = w;
+	if (count)
+		*count = c;
 	return 0;
 }

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* "@%p1 op ..." / "@!%p1 op ...": the guard into @guard (@glen bytes), *@neg; returns the rest. */
 const char *gx_ptx_split_guard(const char *t, char *guard, size_t glen, bool *neg);
@@ -24,6 +25,18 @@ bool gx_ptx_entry_may_follow(const char *t);
  * -ENOMEM, or -E2BIG when something of the constant space would be left.
  */
 int gx_ptx_probes_in_global(const char *ptx, size_t n, char **out, size_t *out_len);
+/*
+ * The probes' PTX (@n bytes) with an L2 cache-eviction policy on their integer
+ * read-modify-writes of global memory: "atom.global.OP.TYPE d, [a], b;" and
+ * "red.global.OP.TYPE [a], b;" (OP add/or/and/xor/min/max/inc/dec, TYPE u/s/b
+ * 32/64, no other qualifier) get ".L2::cache_hint" and @pol, a policy value
+ * that createpolicy made on the GPU (nv_l2keep.c), as an immediate. CAS,
+ * exchanges and qualified forms (release, scopes) are left alone. 0 and a
+ * malloc'd *@out (*@out_len bytes, NUL-terminated) with *@count rewritten
+ * (NULL: not said), or -ENOMEM.
+ */
+int gx_ptx_probes_l2keep(const char *ptx, size_t n, uint64_t pol, char **out, size_t *out_len,
+			 unsigned *count);
 /*
  * Module @ptx (@n bytes) with every branch to an .entry's shared `ret;` given
  * a `ret;` of its own (ptx_exits.c says why and when). 0 with *@out NULL when

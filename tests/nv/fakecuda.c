@@ -756,6 +756,27 @@ static CUresult tidy_launch(unsigned gx, void **p)
 	return 0;
 }
 
+/*
+ * gpuext_l2_keep (hal/nvidia/nv_maps.c): writes the "policy" the preload
+ * bakes into the probes, $FAKECUDA_L2_KEEP (default 0x14f0000000000000, the
+ * H100's evict_last); $FAKECUDA_L2_KEEP_FAIL refuses the launch.
+ */
+static CUresult l2keep_launch(void **p)
+{
+	const char *s = getenv("FAKECUDA_L2_KEEP");
+	uint64_t v = s ? strtoull(s, NULL, 0) : 0x14f0000000000000ull;
+
+	if (getenv("FAKECUDA_L2_KEEP_FAIL")) {
+		logf_("l2keep refused");
+		return CUDA_ERROR_NOT_SUPPORTED;
+	}
+	if (!p || !p[0])
+		return CUDA_ERROR_INVALID_VALUE;
+	memcpy((void *)(uintptr_t)*(CUdeviceptr *)p[0], &v, sizeof(v));
+	logf_("l2keep 0x%llx", (unsigned long long)v);
+	return 0;
+}
+
 static CUresult launch(const char *how, CUfunction f, unsigned gx, unsigned bx)
 {
 	struct ffunc *fn = (struct ffunc *)f;
@@ -777,6 +798,8 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
 		return clk_launch(p);
 	if (f && !strcmp(((struct ffunc *)f)->name, "gpuext_ring_tidy"))
 		return tidy_launch(gx, p);
+	if (f && !strcmp(((struct ffunc *)f)->name, "gpuext_l2_keep"))
+		return l2keep_launch(p);
 	return launch("launch", f, gx, bx);
 }
 
