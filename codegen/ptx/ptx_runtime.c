@@ -360,7 +360,6 @@ static const char rt_common[] =
 	"  %dsh = shl i64 %sh, 3\n"
 	"  %doff1 = add i64 %doff0, %dsh\n"
 	"  %dropa = add i64 %aux, %doff1\n"
-	"  %dropp = inttoptr i64 %dropa to ptr\n"
 	"  %t0 = add i64 %size, 15\n"
 	"  %tot1 = and i64 %t0, -8\n"
 	"  %tot = mul i64 %tot1, %n\n"	/* the whole group's bytes */
@@ -502,8 +501,16 @@ static const char rt_common[] =
 	"  ret i64 %r\n"
 	"drop:\n"
 	"  br i1 %count, label %dropc, label %fail\n"
+	/*
+	 * Written as PTX with its scope, so that the L2 policy the NVIDIA host
+	 * puts on plain map atomics (hal/nvidia/ptx_text.c, gx_ptx_probes_l2keep)
+	 * leaves it alone: a drop counter is hot while it counts, and the ring
+	 * tools then run the same code with or without the policy. The same
+	 * REDG.E.ADD.64.STRONG.GPU as the atomicrmw it replaces.
+	 */
 	"dropc:\n"
-	"  %old = atomicrmw add ptr %dropp, i64 %n syncscope(\"device\") monotonic, align 8\n"
+	"  call void asm sideeffect \"{ .reg .b64 %g; cvta.to.global.u64 %g, $0; "
+	"red.relaxed.gpu.global.add.u64 [%g], $1; }\", \"l,l,~{memory}\"(i64 %dropa, i64 %n)\n"
 	"  ret i64 0\n"
 	"fail:\n"
 	"  ret i64 0\n"
