@@ -1597,6 +1597,9 @@ int main(void)
 	/* The preload's own kernels assemble too: the ring drain's tidy kernel (nv_maps.c). */
 	CHECK(assemble(nv_tidy_ptx(), strlen(nv_tidy_ptx()), "sm_80", "ring tidy kernel"));
 	CHECK(assemble(nv_tidy_ptx(), strlen(nv_tidy_ptx()), "sm_90", "ring tidy kernel"));
+	/* the L2 policy kernel (nv_maps.c, nv_l2keep_measure): createpolicy needs sm_80 */
+	CHECK(assemble(nv_l2keep_ptx(), strlen(nv_l2keep_ptx()), "sm_80", "L2 policy kernel"));
+	CHECK(assemble(nv_l2keep_ptx(), strlen(nv_l2keep_ptx()), "sm_90", "L2 policy kernel"));
 	printf("test_nv_splice: %u splices, %u ptxas runs passed (packs: %d)\n", spliced_inputs,
 	       assembled_outputs, npacks);
 

@@ -24,7 +24,8 @@
 #                                   device function (devfunc.cu), two processes' counts adding up in
 #                                   one threadhist array and one hash map (probe_hashcount.bpf.c),
 #                                   threadhist with a full constant
-#                                   bank (bigconst.cu), a CUDA graph's replays paired with their
+#                                   bank (bigconst.cu), the GPU's L2 policy on threadhist's map
+#                                   atomic (nvprobe-PID.txt), a CUDA graph's replays paired with their
 #                                   launches (graph.cu), and every app's result unchanged; then the
 #                                   benchmark unless GPUEXT_NO_BENCH=1 (or GPUEXT_PROBES_NO_BENCH=1).
 #
@@ -212,6 +213,8 @@ base funcexit "$apps/funcexit" 4096
 say "threadhist: exits == launched warps (warp mode) / threads (--per-thread)"
 traced th_vecadd threadhist --interval 0 --dir "$logs/dir_th_vecadd" --out "$logs/th_vecadd.csv" -- "$apps/vecadd" 1048576 &&
   check threadhist th_vecadd "$logs/th_vecadd.log" "$logs/th_vecadd.csv" warp
+# its map atomic carries the GPU's L2 policy (sm_80 and up: every GPU this runs on)
+check l2policy th_vecadd_l2policy "$logs/dir_th_vecadd"
 # 1000 threads in 4 blocks of 256: warp 31 (threads 992-1023) has 8 lanes in range and 24 that
 # branch to the end, each group through an exit of its own (hal/nvidia/ptx_exits.c); lane 0
 # runs the probe wherever it leaves, so the warp still counts once.

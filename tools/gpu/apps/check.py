@@ -6,6 +6,7 @@ tool, then calls this with the logs (which hold the app's "GT" lines and the
 tool's report) and the tool's --out file. Prints one line "PASS|FAIL name:
 what was compared" and exits 0 or 1.
 """
+import os
 import re
 import sys
 
@@ -235,6 +236,21 @@ def c_same(name, base, traced):
                   f"vs uninstrumented {a.get('checksum')}")
 
 
+def c_l2policy(name, trace_dir):
+    """The preload's report (nvprobe-PID.txt): the GPU gave an L2 policy and the
+    probes' map atomics carry it (hal/nvidia/nv_maps.c, l2keep_setup)."""
+    seen = []
+    for f in sorted(os.listdir(trace_dir)):
+        if f.startswith("nvprobe-") and f.endswith(".txt"):
+            for line in open(os.path.join(trace_dir, f)):
+                m = re.match(r"L2 policy 0x([0-9a-f]{16}): on (\d+) map atomics", line)
+                if m:
+                    seen.append((int(m.group(1), 16), int(m.group(2))))
+    ok = bool(seen) and all(v != 0 and n >= 1 for v, n in seen)
+    return result(name, ok, "policies (value, atomics) " +
+                  (", ".join(f"0x{v:016x} on {n}" for v, n in seen) or "none reported"))
+
+
 def main(argv):
     if len(argv) < 2:
         print(__doc__)
@@ -260,6 +276,8 @@ def main(argv):
         return c_multigpu(*a)
     if c == "gpuid":
         return c_gpuid(*a)
+    if c == "l2policy":
+        return c_l2policy(*a)
     print(f"check.py: unknown check {c}")
     return 2
 
