@@ -1089,8 +1089,6 @@ static void test_e2e(void)
 		fprintf(stderr, "test_nv_preload: no ptxas: the spliced PTX is not assembled\n");
 	}
 
-	run_free(&run);
-
 	/*
 	 * The probes' map atomic carries the GPU's L2 policy (the fake's sm_90
 	 * makes one: nv_maps.c, l2keep_setup), as an immediate; without a
@@ -1098,6 +1096,7 @@ static void test_e2e(void)
 	 * spliced again, under a key of its own.
 	 */
 	CHECK_STR_CONTAINS(run.log, "l2keep 0x14f0000000000000");
+	run_free(&run);
 	snprintf(path, sizeof(path), "%s/jit-0.ptx", tmp);
 	txt = slurp(path, NULL);
 	CHECK_STR_CONTAINS(txt, "atom.global.add.L2::cache_hint.u64");

@@ -1137,7 +1137,7 @@ static void test_l2keep(const struct gx_pack *emitted)
 					  &out, &olen, &n), 0);
 	if (!out)
 		return;
-	CHECK(n >= 2);	/* probe_all's map atomics and the ring's drop counter */
+	CHECK(n >= 2);	/* probe_all's map atomics (not the ring's scoped drop counter) */
 	CHECK_EQ_INT(count_str(out, "L2::cache_hint"), n);
 	hinted = *emitted;
 	hinted.ptx = out;
@@ -1159,8 +1159,47 @@ static void test_l2keep(const struct gx_pack *emitted)
 		if (!assemble(sp, splen, "sm_80", "probes with the L2 policy"))
 			test_fail(__FILE__, __LINE__, "probes with the L2 policy do not assemble");
 		free(sp);
+		sp = NULL;
 	}
 	free(out);
+	out = NULL;
+	/*
+	 * Probes that say they assemble for sm_75, in an sm_75 module: with the
+	 * hint the pack asks for sm_80, and the splice raises the module's target.
+	 */
+	{
+		static const char mod75[] =
+			".version 7.8\n.target sm_75\n.address_size 64\n\n"
+			".visible .entry k(.param .u64 k_p)\n{\n\t.reg .b64 %rd<3>;\n"
+			"\tld.param.u64 %rd1, [k_p];\n\tcvta.to.global.u64 %rd2, %rd1;\n"
+			"\tst.global.u32 [%rd2], 1;\n\tret;\n}\n";
+		char *p75 = strdup(emitted->ptx), *m = p75 ? strstr(p75, "// gpuext-ptx-target sm_") : NULL;
+
+		CHECK(m != NULL);
+		if (m) {
+			memcpy(m + 24, "75", 2);
+			CHECK_EQ_INT(gx_ptx_probes_l2keep(p75, strlen(p75), 0x14f0000000000000ull, &out,
+							  &olen, &n), 0);
+		}
+		if (out) {
+			CHECK_STR_CONTAINS(out, "// gpuext-ptx-target sm_80");
+			hinted = *emitted;
+			hinted.ptx = out;
+			hinted.ptx_len = olen;
+			CHECK_EQ_INT(gx_ptx_splice(mod75, sizeof(mod75) - 1, &hinted, &sp, &splen, &st,
+						   err, sizeof(err)), 0);
+		}
+		if (sp) {
+			CHECK_STR_CONTAINS(sp, ".target sm_80");
+			test_checks++;
+			if (!assemble(sp, splen, "sm_80", "an sm_75 module with the L2 policy"))
+				test_fail(__FILE__, __LINE__, "an sm_75 module with the policy does not "
+					  "assemble");
+			free(sp);
+		}
+		free(out);
+		free(p75);
+	}
 }
 
 /* The inliner with a hoisting plan of @b for the site @sfx: the site's text and the moved code. */

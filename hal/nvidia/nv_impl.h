@@ -315,9 +315,9 @@ struct nv_maps {
 
 int nv_maps__init(struct nv_maps *mm, const struct gx_pack *pack, const struct nv_api *cu,
 		  char *err, size_t err_len);
-/* The state of context @c, set up (maps allocated) on first sight. NULL: no memory. */
 /* The L2 policy a live context of GPUs of @sm measured (x->l2keep), or 0. */
 uint64_t nv_maps__l2keep(struct nv_maps *mm, unsigned sm);
+/* The state of context @c, set up (maps allocated) on first sight. NULL: no memory. */
 struct nv_ctx *nv_maps__ctx(struct nv_maps *mm, CUcontext c);
 /* Writes @x's descriptors into a module's gpuext_rt_maps (@table, @size bytes). */
 int nv_maps__fill(struct nv_maps *mm, struct nv_ctx *x, CUdeviceptr table, size_t size);

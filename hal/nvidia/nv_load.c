@@ -435,7 +435,11 @@ static const struct gx_pack *l2keep_pack(uint64_t pol)
 	    gx_ptx_probes_l2keep(g.pack.ptx, g.pack.ptx_len, pol, &t, &tl, &n)) {
 		if (!g.l2warned++)
 			fprintf(stderr, PFX "warning: the probes run without an L2 policy on "
-				"their map atomics (%s)\n", t ? "too many kinds of GPU" : "no memory");
+				"their map atomics (%s)\n",
+				g.l2n == NV_L2_PACKS ? "too many kinds of GPU" : "no memory");
+		goto out;
+	}
+	if (!n) {	/* no map atomic in these probes: the pack as it is */
 		free(t);
 		goto out;
 	}
@@ -444,7 +448,7 @@ static const struct gx_pack *l2keep_pack(uint64_t pol)
 	g.l2pack[g.l2n].ptx_len = tl;
 	gx_sha256_init(&h);
 	gx_sha256_update(&h, g.pack.hash, sizeof(g.pack.hash));
-	gx_sha256_update(&h, "gpuext-l2keep", 13);
+	gx_sha256_update(&h, "gpuext-l2keep 1", 15);	/* 1: the rewrite's rules */
 	gx_sha256_update(&h, &pol, sizeof(pol));
 	gx_sha256_final(&h, g.l2pack[g.l2n].hash);
 	g.l2pol[g.l2n] = pol;
@@ -455,7 +459,7 @@ out:
 	return r;
 }
 
-static void prepare(const void *image, size_t len, unsigned sm, struct prep *p)
+static void prepare(const void *image, size_t len, unsigned sm, bool lib, struct prep *p)
 {
 	char err[512] = "";
 	char *ptx = NULL, *out = NULL;
@@ -504,9 +508,14 @@ static void prepare(const void *image, size_t len, unsigned sm, struct prep *p)
 		p->state = IMG_INSTR;
 		return;
 	}
-	/* The current context's policy, else one its kind of GPU gave elsewhere. */
+	/*
+	 * A module JITs for the current context's GPU: its policy, else one a
+	 * GPU of its kind gave. A library JITs for every GPU: a policy only
+	 * when they are all of one kind.
+	 */
 	x = nv_current_ctx();
-	pack = l2keep_pack(x && x->sm == sm ? x->l2keep : nv_maps__l2keep(&g.maps, sm));
+	pack = l2keep_pack(lib && !g.uniform_sm ? 0 :
+			   x && x->sm == sm ? x->l2keep : nv_maps__l2keep(&g.maps, sm));
 	gx_cache_key(ptx, ptx_len, pack->hash, sm, g.driver_version, key);
 	if (gx_cache_get(key, "ptx", &cached, &cached_len) == 0 && cached_len &&
 	    ((char *)cached)[cached_len - 1] == '\0') {
@@ -664,7 +673,7 @@ static CUresult module_load(CUmodule *m, const void *image, size_t len, mod_load
 	struct prep p;
 	CUresult r;
 
-	prepare(image, len, ctx_sm(), &p);
+	prepare(image, len, ctx_sm(), false, &p);
 	if (p.image) {
 		char log[2048], nb[32];
 
@@ -815,7 +824,7 @@ static CUresult library_load(CUlibrary *lib, const void *code, size_t len, CUjit
 	unsigned sm = library_sm();
 	CUresult r;
 
-	prepare(code, len, sm, &p);
+	prepare(code, len, sm, true, &p);
 	if (p.image) {
 		r = real.cuLibraryLoadData(lib, p.image, jo, jv, jn, lo, lv, ln);
 		if (r != CUDA_SUCCESS) {

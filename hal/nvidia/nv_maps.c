@@ -418,7 +418,7 @@ int nv_l2keep_measure(const struct nv_api *cu, CUstream st, uint64_t *pol, char 
 
 	*pol = 0;
 	if (!cu->ModuleLoadData || !cu->ModuleGetFunction || !cu->LaunchKernel ||
-	    !cu->MemAlloc || !cu->MemcpyDtoHAsync || !cu->MemFree) {
+	    !cu->MemAlloc || !cu->MemcpyDtoHAsync || !cu->MemFree || !cu->StreamSynchronize) {
 		snprintf(why, why_len, "the driver lacks an entry point it needs");
 		return -ENOSYS;
 	}

@@ -30,7 +30,7 @@ int gx_ptx_probes_in_global(const char *ptx, size_t n, char **out, size_t *out_l
  * read-modify-writes of global memory: "atom.global.OP.TYPE d, [a], b;" and
  * "red.global.OP.TYPE [a], b;" (OP add/or/and/xor/min/max/inc/dec, TYPE u/s/b
  * 32/64, no other qualifier) get ".L2::cache_hint" and @pol, a policy value
- * that createpolicy made on the GPU (nv_l2keep.c), as an immediate. CAS,
+ * that createpolicy made on the GPU (nv_maps.c, nv_l2keep_measure), as an immediate. CAS,
  * exchanges and qualified forms (release, scopes) are left alone. 0 and a
  * malloc'd *@out (*@out_len bytes, NUL-terminated) with *@count rewritten
  * (NULL: not said), or -ENOMEM.

@@ -562,6 +562,42 @@ static const char extra_text[] =
 	"	exit\n"
 	"end\n"
 	"result 0x0\n" /* the reader wants one; check_extra() decides */
+	/*
+	 * Two reservations of different constant sizes on the two sides of a
+	 * branch on the lane: each inlined copy groups its own active lanes
+	 * without match.any (ptx_runtime.c, rt_rb_thread), and the records must
+	 * come out whole, one per runner.
+	 */
+	"case rt_ringbuf_two_sizes\n"
+	"map rb ringbuf key=0 value=0 entries=4096\n"
+	"asm\n"
+	"	call gpuext_get_thread_id\n"
+	"	r7 = r0\n"
+	"	r6 = r0\n"
+	"	r6 &= 0x1\n"
+	"	r1 = map[rb] ll\n"
+	"	r3 = 0x0\n"
+	"	if r6 == 0x0 goto big\n"
+	"	r2 = 0x10\n"
+	"	call bpf_ringbuf_reserve\n"
+	"	goto have\n"
+	"big:\n"
+	"	r2 = 0x30\n"
+	"	call bpf_ringbuf_reserve\n"
+	"have:\n"
+	"	if r0 == 0x0 goto fail\n"
+	"	*(u64 *)(r0 + 0x0) = r7\n"
+	"	*(u64 *)(r0 + 0x8) = r7\n"
+	"	r1 = r0\n"
+	"	r2 = 0x0\n"
+	"	call bpf_ringbuf_submit\n"
+	"	r0 = 0x0\n"
+	"	exit\n"
+	"fail:\n"
+	"	r0 = 0x1\n"
+	"	exit\n"
+	"end\n"
+	"result 0x0\n" /* the reader wants one; check_extra() decides */
 	"case rt_ringbuf_full\n"
 	"map rb ringbuf key=0 value=0 entries=4096\n"
 	"asm\n"
@@ -858,7 +894,8 @@ static const char *check_extra(const char *name, const struct isa_case_env *env,
 		}
 		return NULL;
 	}
-	if (!strcmp(name, "rt_ringbuf_output_ids") || !strcmp(name, "rt_ringbuf_reserve_submit")) {
+	if (!strcmp(name, "rt_ringbuf_output_ids") || !strcmp(name, "rt_ringbuf_reserve_submit") ||
+	    !strcmp(name, "rt_ringbuf_two_sizes")) {
 		rb_drain(env->maps[0], &seen);
 		if (!ids_are(&seen, threads, per_thread)) {
 			snprintf(buf, len, "%u records; want one per runner (%u) with distinct ids",
@@ -984,13 +1021,13 @@ static const char *check_extra(const char *name, const struct isa_case_env *env,
 	return "no check for this case";
 }
 
+/* rt_ringbuf_full_pos32: 2048 bytes below 2^32, half-way into a 4096-byte ring. */
+#define RB_POS32 UINT64_C(0xfffff800)
+
 /*
  * The same checks as check_extra(), in the bundle's terms (ptx_bundle_run
  * evaluates them): a uniform r0 and/or "check" lines. Returns @checks.
  */
-/* rt_ringbuf_full_pos32: 2048 bytes below 2^32, half-way into a 4096-byte ring. */
-#define RB_POS32 UINT64_C(0xfffff800)
-
 static const char *extra_bundle_checks(const char *name, uint32_t threads, bool per_thread,
 				       bool *has_r0, uint64_t *r0, char *checks, size_t len)
 {
@@ -1005,7 +1042,8 @@ static const char *extra_bundle_checks(const char *name, uint32_t threads, bool 
 		*r0 = (uint64_t)-E2BIG;
 	else if (!strcmp(name, "rt_percpu_counter"))
 		snprintf(checks, len, "check map_u64 0 0 %u\n", runners);
-	else if (!strcmp(name, "rt_ringbuf_output_ids") || !strcmp(name, "rt_ringbuf_reserve_submit"))
+	else if (!strcmp(name, "rt_ringbuf_output_ids") || !strcmp(name, "rt_ringbuf_reserve_submit") ||
+		 !strcmp(name, "rt_ringbuf_two_sizes"))
 		snprintf(checks, len, "check ring_ids 0 %u\n", runners);
 	else if (!strcmp(name, "rt_ringbuf_full") && (*has_r0 = false, true))
 		snprintf(checks, len, "check ring_vs_r0 0 36\n"); /* 112-byte records in 4096 */

@@ -240,6 +240,8 @@ def c_l2policy(name, trace_dir):
     """The preload's report (nvprobe-PID.txt): the GPU gave an L2 policy and the
     probes' map atomics carry it (hal/nvidia/nv_maps.c, l2keep_setup)."""
     seen = []
+    if not os.path.isdir(trace_dir):
+        return result(name, False, f"no trace directory {trace_dir}")
     for f in sorted(os.listdir(trace_dir)):
         if f.startswith("nvprobe-") and f.endswith(".txt"):
             for line in open(os.path.join(trace_dir, f)):
