@@ -478,6 +478,33 @@ out:
 /* Runtime checks beyond the corpus                                     */
 /* ------------------------------------------------------------------ */
 
+/* rt_ringbuf_full's map, program and result: 100-byte records until the ring is full. */
+#define RB_FULL_CASE \
+	"map rb ringbuf key=0 value=0 entries=4096\n" \
+	"asm\n" \
+	"	r1 = map[rb] ll\n" \
+	"	r2 = r10\n" \
+	"	r2 += -0x80\n" \
+	"	r3 = 0x64\n" \
+	"	r4 = 0x0\n" \
+	"	*(u64 *)(r10 - 0x80) = 0x0\n" \
+	"	*(u64 *)(r10 - 0x78) = 0x0\n" \
+	"	*(u64 *)(r10 - 0x70) = 0x0\n" \
+	"	*(u64 *)(r10 - 0x68) = 0x0\n" \
+	"	*(u64 *)(r10 - 0x60) = 0x0\n" \
+	"	*(u64 *)(r10 - 0x58) = 0x0\n" \
+	"	*(u64 *)(r10 - 0x50) = 0x0\n" \
+	"	*(u64 *)(r10 - 0x48) = 0x0\n" \
+	"	*(u64 *)(r10 - 0x40) = 0x0\n" \
+	"	*(u64 *)(r10 - 0x38) = 0x0\n" \
+	"	*(u64 *)(r10 - 0x30) = 0x0\n" \
+	"	*(u64 *)(r10 - 0x28) = 0x0\n" \
+	"	*(u64 *)(r10 - 0x20) = 0x0\n" \
+	"	call bpf_ringbuf_output\n" \
+	"	exit\n" \
+	"end\n" \
+	"result 0x0\n"
+
 static const char extra_text[] =
 	"case rt_array_shared_counter\n"
 	"map counts array key=4 value=8 entries=4\n"
@@ -598,61 +625,13 @@ static const char extra_text[] =
 	"	exit\n"
 	"end\n"
 	"result 0x0\n" /* the reader wants one; check_extra() decides */
-	"case rt_ringbuf_full\n"
-	"map rb ringbuf key=0 value=0 entries=4096\n"
-	"asm\n"
-	"	r1 = map[rb] ll\n"
-	"	r2 = r10\n"
-	"	r2 += -0x80\n"
-	"	r3 = 0x64\n"
-	"	r4 = 0x0\n"
-	"	*(u64 *)(r10 - 0x80) = 0x0\n"
-	"	*(u64 *)(r10 - 0x78) = 0x0\n"
-	"	*(u64 *)(r10 - 0x70) = 0x0\n"
-	"	*(u64 *)(r10 - 0x68) = 0x0\n"
-	"	*(u64 *)(r10 - 0x60) = 0x0\n"
-	"	*(u64 *)(r10 - 0x58) = 0x0\n"
-	"	*(u64 *)(r10 - 0x50) = 0x0\n"
-	"	*(u64 *)(r10 - 0x48) = 0x0\n"
-	"	*(u64 *)(r10 - 0x40) = 0x0\n"
-	"	*(u64 *)(r10 - 0x38) = 0x0\n"
-	"	*(u64 *)(r10 - 0x30) = 0x0\n"
-	"	*(u64 *)(r10 - 0x28) = 0x0\n"
-	"	*(u64 *)(r10 - 0x20) = 0x0\n"
-	"	call bpf_ringbuf_output\n"
-	"	exit\n"
-	"end\n"
-	"result 0x0\n" /* the reader wants one; check_extra() decides */
+	"case rt_ringbuf_full\n" RB_FULL_CASE
 	/*
 	 * The same with the ring's positions starting at 2^32 - 2048 (ringpos): the
 	 * reservations cross 2^32, where the runtime's 32-bit in-shard arithmetic
 	 * wraps, and the shard's end at offset 4096 (a padding record).
 	 */
-	"case rt_ringbuf_full_pos32\n"
-	"map rb ringbuf key=0 value=0 entries=4096\n"
-	"asm\n"
-	"	r1 = map[rb] ll\n"
-	"	r2 = r10\n"
-	"	r2 += -0x80\n"
-	"	r3 = 0x64\n"
-	"	r4 = 0x0\n"
-	"	*(u64 *)(r10 - 0x80) = 0x0\n"
-	"	*(u64 *)(r10 - 0x78) = 0x0\n"
-	"	*(u64 *)(r10 - 0x70) = 0x0\n"
-	"	*(u64 *)(r10 - 0x68) = 0x0\n"
-	"	*(u64 *)(r10 - 0x60) = 0x0\n"
-	"	*(u64 *)(r10 - 0x58) = 0x0\n"
-	"	*(u64 *)(r10 - 0x50) = 0x0\n"
-	"	*(u64 *)(r10 - 0x48) = 0x0\n"
-	"	*(u64 *)(r10 - 0x40) = 0x0\n"
-	"	*(u64 *)(r10 - 0x38) = 0x0\n"
-	"	*(u64 *)(r10 - 0x30) = 0x0\n"
-	"	*(u64 *)(r10 - 0x28) = 0x0\n"
-	"	*(u64 *)(r10 - 0x20) = 0x0\n"
-	"	call bpf_ringbuf_output\n"
-	"	exit\n"
-	"end\n"
-	"result 0x0\n" /* the reader wants one; check_extra() decides */
+	"case rt_ringbuf_full_pos32\n" RB_FULL_CASE
 	/*
 	 * Hash map: each runner inserts its thread id -> id * 3 + 1, reads it
 	 * back, and deletes it again when bit 5 of the id is set. r0 = 0 when the
