@@ -754,7 +754,8 @@ static const char rt_rb_warp[] =
 
 /*
  * @gx.rb_reserve for per-thread mode: the lanes of a warp that reserve the
- * same size together (match.any) make one group; its lowest lane claims all
+ * same size together (match.any; the active lanes when the size is a
+ * constant, below) make one group; its lowest lane claims all
  * their records with one CAS and hands the address out (shfl), each lane
  * takes its own by rank. When the group does not fit, every lane tries
  * alone: the ring keeps what fits record by record, as with one lane. Without this, 32 lanes raced on one shard header
