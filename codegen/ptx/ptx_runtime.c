@@ -432,6 +432,18 @@ static const char rt_common[] =
 	 */
 	"  %p32 = trunc i64 %prod to i32\n"
 	"  %c32 = trunc i64 %cons to i32\n"
+	"  %held32 = sub i32 %p32, %c32\n"
+	"  %held = sext i32 %held32 to i64\n"
+	/*
+	 * What is held and the group's bytes past the shard: full, whatever the
+	 * padding. A saturated ring (the drop path) decides here, before the
+	 * exact count: memtrace at 2^22 2.86x -> 2.76x, records unchanged
+	 * (10 interleaved rounds, H100).
+	 */
+	"  %hbt = add i64 %held, %tot\n"
+	"  %surely = icmp sgt i64 %hbt, %cap\n"
+	"  br i1 %surely, label %isfull, label %exact\n"
+	"exact:\n"
 	"  %m32 = trunc i64 %mask to i32\n"
 	"  %t32 = trunc i64 %tot to i32\n"
 	"  %off32 = and i32 %p32, %m32\n"
@@ -440,9 +452,7 @@ static const char rt_common[] =
 	"  %left32 = sub i32 %cap32, %off32\n"
 	"  %pad32 = select i1 %wraps, i32 %left32, i32 0\n"
 	"  %adv32 = add i32 %pad32, %t32\n"
-	"  %held32 = sub i32 %p32, %c32\n"
 	"  %adv = zext i32 %adv32 to i64\n"
-	"  %held = sext i32 %held32 to i64\n"
 	"  %used = add i64 %held, %adv\n"
 	"  %np = add i64 %prod, %adv\n"
 	"  %off = zext i32 %off32 to i64\n"
