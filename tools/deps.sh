@@ -13,6 +13,7 @@ PKGS=(
   "build-essential -"
   "cmake -"
   "pkg-config -"
+  "python3 -"
   "clang-22 -"
   "llvm-22 -"
   "llvm-22-dev -"

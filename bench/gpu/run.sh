@@ -48,7 +48,10 @@ one() {
   local rc=$? b c
   b=$(grep -m1 '^BENCH ' "$log")
   c=$(grep -m1 '^CHECK ' "$log" | cut -d' ' -f2)
-  [ $rc -eq 124 ] || [ $rc -eq 137 ] && b="BENCH workload=${w}${arg:+_2^$arg} timeout=${tmo}s"
+  # bench_kernels calls the 2^22 membound run "membound" and the others membound_2^LOG2N
+  local wn=$w
+  [ -n "$arg" ] && [ "$arg" != 22 ] && wn=${w}_2^$arg
+  [ $rc -eq 124 ] || [ $rc -eq 137 ] && b="BENCH workload=$wn timeout=${tmo}s"
   echo "RUN config=$cfg rc=$rc check=${c:-none} ${b:-BENCH workload=$w failed}" >>"$res"
 }
 m=${BENCH_REPS:-1}
