@@ -15,6 +15,16 @@
  *             softmax over 32 heads x 4096, GEMV 4096x4096), 128 kernels
  *   membound [REPS [LOG2N]]  c = a + b over 2^LOG2N floats (default 2^22; memtrace's
  *             case: every access traced, run at a smaller size)
+ *
+ *   ab-decode, ab-stencil [PAIRS]  the decode step or the stencil sweep in one
+ *             process, alternately with the abr_* kernels (the reference) and
+ *             the abp_* kernels (the same code; the copy a tool probes with
+ *             `gpuext trace TOOL --kernel '*abp_*'`), in the order A B, B A, ...
+ *             Prints "ABBENCH workload=W pairs=N ratio=R ratio_lo=L ratio_hi=H
+ *             ref_ms=A probe_ms=B": R the median over pairs of B / A, [L, H] its
+ *             90% interval (order statistics), A and B the medians. Both copies
+ *             run on the same buffers in the same process, so what moves a run
+ *             from one process to the next (placement, clocks) cancels.
  */
 #include <algorithm>
 #include <chrono>
@@ -46,7 +56,7 @@ __global__ void k_gemm(const float *A, const float *B, float *C, int n)
 	C[row * n + col] = acc;
 }
 
-__global__ void k_stencil(const float *in, float *out, int n)
+__device__ __forceinline__ void stencil_body(const float *in, float *out, int n)
 {
 	int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
 
@@ -76,9 +86,8 @@ __global__ void k_reduce(const float *in, size_t n, float *out)
 }
 
 /* Decode step kernels: one block per row (GEMV) / per head (softmax). */
-__global__ void k_layernorm(const float *x, float *y, int d)
+__device__ __forceinline__ void layernorm_body(const float *x, float *y, int d, float *s1, float *s2)
 {
-	__shared__ float s1[256], s2[256];
 	float a = 0, b = 0;
 
 	for (int i = threadIdx.x; i < d; i += blockDim.x) {
@@ -100,9 +109,8 @@ __global__ void k_layernorm(const float *x, float *y, int d)
 		y[i] = (x[i] - mean) * inv;
 }
 
-__global__ void k_gemv(const float *W, const float *x, float *y, int d)
+__device__ __forceinline__ void gemv_body(const float *W, const float *x, float *y, int d, float *s)
 {
-	__shared__ float s[256];
 	const float *w = W + (size_t)blockIdx.x * d;
 	float acc = 0;
 
@@ -119,9 +127,8 @@ __global__ void k_gemv(const float *W, const float *x, float *y, int d)
 		y[blockIdx.x] = s[0] * 1e-3f;
 }
 
-__global__ void k_softmax(float *x, int len)
+__device__ __forceinline__ void softmax_body(float *x, int len, float *s)
 {
-	__shared__ float s[256];
 	float *r = x + (size_t)blockIdx.x * len, m = -INFINITY, sum = 0;
 
 	for (int i = threadIdx.x; i < len; i += blockDim.x)
@@ -148,6 +155,35 @@ __global__ void k_softmax(float *x, int len)
 	for (int i = threadIdx.x; i < len; i += blockDim.x)
 		r[i] = __expf(r[i] - m) / sum;
 }
+
+/*
+ * The kernels, and for the in-process A/B workloads (ab-decode, ab-stencil) two
+ * more copies of each with the same body: abp_* (the copy a tool probes,
+ * `gpuext trace TOOL --kernel '*abp_*'`) and abr_* (the reference, left alone).
+ */
+#define BENCH_KERNELS(pfx)                                                          \
+	__global__ void pfx##stencil(const float *in, float *out, int n)             \
+	{                                                                           \
+		stencil_body(in, out, n);                                           \
+	}                                                                           \
+	__global__ void pfx##layernorm(const float *x, float *y, int d)             \
+	{                                                                           \
+		__shared__ float s1[256], s2[256];                                  \
+		layernorm_body(x, y, d, s1, s2);                                    \
+	}                                                                           \
+	__global__ void pfx##gemv(const float *W, const float *x, float *y, int d)  \
+	{                                                                           \
+		__shared__ float s[256];                                            \
+		gemv_body(W, x, y, d, s);                                           \
+	}                                                                           \
+	__global__ void pfx##softmax(float *x, int len)                             \
+	{                                                                           \
+		__shared__ float s[256];                                            \
+		softmax_body(x, len, s);                                            \
+	}
+BENCH_KERNELS(k_)
+BENCH_KERNELS(abp_)
+BENCH_KERNELS(abr_)
 
 __global__ void k_add(const float *a, const float *b, float *c, int n)
 {
@@ -319,6 +355,97 @@ int main(int argc, char **argv)
 		CK(cudaMemcpy(&s, out, 4, cudaMemcpyDeviceToHost));
 		printf("CHECK %s\n", fabs(s - (double)n) < 1e-3 * n ? "ok" : "WRONG");
 		report("reduce", "2^30 floats", ms, 0);
+	} else if (w == "ab-decode" || w == "ab-stencil") {
+		bool dec = w == "ab-decode";
+		int d = 4096, L = 32, heads = 32, ctxlen = 4096, n = 20480;
+		std::vector<float *> W1, W2;
+		float *x = NULL, *h = NULL, *att = NULL, *in = NULL, *out = NULL;
+		if (dec) {
+			for (int l = 0; l < L; l++) {
+				W1.push_back(dalloc((size_t)d * d, 10 + l));
+				W2.push_back(dalloc((size_t)d * d, 100 + l));
+			}
+			x = dalloc(d, 7);
+			h = dalloc(d, 8);
+			att = dalloc((size_t)heads * ctxlen, 9);
+		} else {
+			in = dalloc((size_t)n * n, 3);
+			CK(cudaMalloc(&out, (size_t)n * n * 4));
+		}
+		/* one step with the reference kernels (probed = false) or the probed copies */
+		auto step = [&](bool probed) {
+			if (dec) {
+				for (int l = 0; l < L; l++) {
+					if (probed) {
+						abp_layernorm<<<1, 256>>>(x, h, d);
+						abp_gemv<<<d, 256>>>(W1[l], h, x, d);
+						abp_softmax<<<heads, 256>>>(att, ctxlen);
+						abp_gemv<<<d, 256>>>(W2[l], x, h, d);
+					} else {
+						abr_layernorm<<<1, 256>>>(x, h, d);
+						abr_gemv<<<d, 256>>>(W1[l], h, x, d);
+						abr_softmax<<<heads, 256>>>(att, ctxlen);
+						abr_gemv<<<d, 256>>>(W2[l], x, h, d);
+					}
+				}
+			} else {
+				dim3 b(32, 8), g(n / 32, n / 8);
+				if (probed)
+					abp_stencil<<<g, b>>>(in, out, n);
+				else
+					abr_stencil<<<g, b>>>(in, out, n);
+			}
+			CK_LAUNCH();
+		};
+		step(false);
+		step(true);
+		CK(cudaDeviceSynchronize());
+		std::vector<float> ta, tb, ratio;
+		for (int r = 0; r < reps; r++) {
+			bool bfirst = r & 1;
+			t.start();
+			step(bfirst);
+			float t1 = t.stop();
+			t.start();
+			step(!bfirst);
+			float t2 = t.stop();
+			ta.push_back(bfirst ? t2 : t1);
+			tb.push_back(bfirst ? t1 : t2);
+			ratio.push_back(tb.back() / ta.back());
+		}
+		bool good;
+		if (dec) {
+			std::vector<float> a(ctxlen);
+			CK(cudaMemcpy(a.data(), att, ctxlen * 4, cudaMemcpyDeviceToHost));
+			double sum = 0;
+			for (float v : a)
+				sum += v;
+			good = fabs(sum - 1.0) < 1e-3;
+		} else {
+			float hv[3], up, dn, o;
+			size_t i = (size_t)100 * n + 100;
+			CK(cudaMemcpy(hv, in + i - 1, 12, cudaMemcpyDeviceToHost));
+			CK(cudaMemcpy(&up, in + i - n, 4, cudaMemcpyDeviceToHost));
+			CK(cudaMemcpy(&dn, in + i + n, 4, cudaMemcpyDeviceToHost));
+			CK(cudaMemcpy(&o, out + i, 4, cudaMemcpyDeviceToHost));
+			good = fabsf(0.2f * (hv[1] + hv[0] + hv[2] + up + dn) - o) < 1e-5f;
+		}
+		printf("CHECK %s\n", good ? "ok" : "WRONG");
+		std::sort(ta.begin(), ta.end());
+		std::sort(tb.begin(), tb.end());
+		std::sort(ratio.begin(), ratio.end());
+		/*
+		 * Distribution-free 90% interval of the median: the pairs below it are
+		 * Binomial(n, 1/2), so ranks n/2 -+ 1.645 sqrt(n) / 2 (1-based, widened
+		 * to whole ranks: 14 and 27 of 40).
+		 */
+		int np = (int)ratio.size();
+		double half = 0.8224 * sqrt((double)np);
+		int lo = std::max(0, (int)floor(np / 2.0 - half) - 1);
+		int hi = std::min(np - 1, (int)ceil(np / 2.0 + half));
+		printf("ABBENCH workload=%s pairs=%d ratio=%.4f ratio_lo=%.4f ratio_hi=%.4f ref_ms=%.4f "
+		       "probe_ms=%.4f\n", dec ? "decode" : "stencil", np, ratio[np / 2], ratio[lo],
+		       ratio[hi], ta[np / 2], tb[np / 2]);
 	} else if (w == "decode") {
 		int d = 4096, L = 32, heads = 32, ctxlen = 4096;
 		std::vector<float *> W1(L), W2(L);
@@ -375,7 +502,8 @@ int main(int argc, char **argv)
 		snprintf(name, sizeof(name), lg == 22 ? "membound" : "membound_2^%d", lg);
 		report(name, sz, ms, 0);
 	} else {
-		fprintf(stderr, "bench_kernels: unknown workload '%s' (tiny gemm stencil reduce decode membound)\n",
+		fprintf(stderr, "bench_kernels: unknown workload '%s' (tiny gemm stencil reduce decode membound "
+			"ab-decode ab-stencil)\n",
 			w.c_str());
 		return 2;
 	}

@@ -140,6 +140,25 @@ def main(path, gpu):
                   f"cached {extra:.1f} ms (target < 100 ms)")
             if extra >= 100:
                 bad.append(f"cached attach {extra:.1f} ms >= 100 ms")
+    ab = [kv(l) for l in open(path) if l.startswith("ABRUN ")]
+    for l in open(path):
+        if l.startswith("ABSKIP "):
+            print(f"\nin one process (bench_kernels ab-*): not run, no time left ({l[7:].strip()})")
+    if ab:
+        print("\nin one process (bench_kernels ab-*): the probed copy of the kernels against a "
+              "reference copy of the same code,\nstep by step alternately (B / A, median over pairs, "
+              "with its 90% interval); 'none' = both copies native (the method's noise):")
+        print(f"  {'workload':<9} {'config':<15} {'pairs':>5} {'ratio':>8}  interval")
+        for a in ab:
+            if a.get("rc") == "0" and a.get("check") == "ok" and "ratio" in a:
+                print(f"  {a.get('workload', '?'):<9} {a['config']:<15} {a.get('pairs', '?'):>5} "
+                      f"{float(a['ratio']):>7.3f}x  [{float(a['ratio_lo']):.3f}, "
+                      f"{float(a['ratio_hi']):.3f}]")
+            else:
+                print(f"  {a.get('workload', '?'):<9} {a.get('config', '?'):<15} failed: "
+                      f"rc={a.get('rc')} check={a.get('check')}")
+                bad.append(f"in one process, {a.get('workload')}/{a.get('config')}: "
+                           f"rc={a.get('rc')} check={a.get('check')}")
     if bad:
         print("\nmissed targets / failures:")
         for b in bad:

@@ -2,7 +2,9 @@
 # Probe overhead on an NVIDIA GPU: each workload of bench_kernels.cu without probes and under
 # each tool, side by side in one run (the uninstrumented run is repeated at the end of each
 # workload to show the noise), and attach latency of a 128-kernel module without probes,
-# with a cold probe cache and with a warm one. Prints a table of ratios (bench/gpu/report.py).
+# with a cold probe cache and with a warm one, then the entry/exit tools on the decode step and the
+# stencil in one process (a probed copy of the kernels against a reference copy, step by step).
+# Prints a table of ratios (bench/gpu/report.py).
 #
 # Run by tools/gpu/probes.sh on the GPU machine, which sets GX_LOADER/GX_LIBDIR/GX_BIN (how
 # to start the bundled gpuext), GPUEXT_PROBE_DIR and GPUEXT_NVPROBE_LIB. By hand, where
@@ -96,5 +98,33 @@ for cfg in cold cached cached; do
       >"$logs/attach_$cfg.log" 2>&1
   echo "ATTACHRUN config=$cfg $(grep -m1 '^ATTACH' "$logs/attach_$cfg.log") $(grep -m1 '^CHECK' "$logs/attach_$cfg.log")" >>"$res"
 done
+# In one process (bench_kernels ab-decode / ab-stencil): the reference copy of the kernels and
+# the probed copy (--kernel '*abp_*') alternate step by step, so what moves a run from one process
+# to the next cancels. "none" runs without gpuext (both copies native: the method's own noise),
+# "jitonly" both copies JIT-compiled, unprobed. Last, so that a slow machine loses these rows
+# rather than the attach numbers above. AB_PAIRS pairs a run (default 40).
+abone() {
+  local cfg=$1 w=$2 log=$logs/bench_ab_${1}_$2.log tool=$1 jit=0
+  if [ "$cfg" = none ]; then
+    timeout -k 5 120 "$work/bench_kernels" "ab-$w" "${AB_PAIRS:-40}" >"$log" 2>&1
+  else
+    [ "$cfg" = jitonly ] && tool=threadhist jit=1
+    GPUEXT_NV_JIT_ONLY=$jit timeout -k 5 120 "${GX_LOADER:-env}" ${GX_LOADER:+--library-path "$GX_LIBDIR"} \
+        "${GX_BIN:-$top/build/gpuext}" trace "$tool" --kernel '*abp_*' --interval 0 -- \
+        "$work/bench_kernels" "ab-$w" "${AB_PAIRS:-40}" >"$log" 2>&1
+  fi
+  local rc=$? b c
+  b=$(grep -m1 '^ABBENCH ' "$log")
+  c=$(grep -m1 '^CHECK ' "$log" | cut -d' ' -f2)
+  echo "ABRUN config=$cfg rc=$rc check=${c:-none} ${b:-ABBENCH workload=$w failed}" >>"$res"
+}
+# BENCH_BUDGET_S (set by tools/gpu/probes.sh): the seconds run.sh has; the A/B runs take about 60.
+if [ -n "${BENCH_BUDGET_S:-}" ] && [ $((SECONDS + 75)) -gt "$BENCH_BUDGET_S" ]; then
+  echo "ABSKIP at ${SECONDS}s of a ${BENCH_BUDGET_S}s budget" >>"$res"
+else
+  for w in decode stencil; do
+    for cfg in none jitonly kernelretsnoop threadhist launchlate smload kerneldur; do abone "$cfg" "$w"; done
+  done
+fi
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)
 python3 "$top/bench/gpu/report.py" "$res" "$gpu"
