@@ -1536,6 +1536,36 @@ static void test_malformed(void)
 		CHECK_EQ_INT(gx_ptx_splice(NULL, 0, &pk, &out, &olen, NULL, err, sizeof(err)),
 			     -EINVAL);
 	}
+	{
+		/*
+		 * An access the entry site may follow (an ld.param, here a malformed
+		 * one that also says .global: a load site) in a second kernel. Its site
+		 * read the first kernel's parameter name after that was freed
+		 * (fuzz_splice found it; ASan builds fail here without the fix) and
+		 * carried the first kernel's id.
+		 */
+		static const char two[] = HDR ".visible .entry first(.param .u64 first_p)\n{\n\tret;\n}\n"
+			".visible .entry second(.param .u64 second_p)\n{\n\t.reg .b64 %rd<3>;\n"
+			"\tld.param.global.u64 %rd1, [%rd2];\n\tret;\n}\n";
+		struct gx_pack pk = { .events = 0xf, .ptx = (char *)hand_probes,
+				      .ptx_len = sizeof(hand_probes) - 1 };
+		char err[128], *out = NULL, id[64];
+		size_t olen;
+
+		CHECK_EQ_INT(gx_ptx_splice(two, sizeof(two) - 1, &pk, &out, &olen, NULL, err, sizeof(err)),
+			     0);
+		if (out) {
+			const char *e2 = strstr(out, ".visible .entry second(");
+
+			snprintf(id, sizeof(id), "mov.u64 %%gxs_d, %llu;",
+				 (unsigned long long)gx_kernel_id("second", 6));
+			CHECK(e2 && strstr(e2, "ld.param.global.u64 %rd1, [%rd2];") &&
+			      strstr(e2, id) && strstr(e2, "mov.u64 %gxs_c, second_p;"));
+			CHECK_EQ_INT(count_str(e2, id), 3);	/* load, entry, exit sites */
+			CHECK(!strstr(e2, "first_p"));
+		}
+		free(out);
+	}
 #undef HDR
 }
 

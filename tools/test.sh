@@ -50,6 +50,13 @@ for fz in build-asan/fuzz_*; do
   # Seeds: the compiled test and policy objects (for ELF inputs).
   cp -f build-asan/tests/bpf/*.bpf.o build-asan/policies/*.bpf.o "$corpus"/ 2>/dev/null || true
   cp -f build-asan/tests/nv/*.fatbin "$corpus"/ 2>/dev/null || true
+  # and PTX for the splicer (fuzz_splice: the first byte picks the pack, so each seed goes in
+  # behind a 0: all four probes, warp mode, no filter)
+  if [ "$name" = fuzz_splice ]; then
+    for p in tests/nv/splice/*.ptx; do
+      { printf '\000'; cat "$p"; } >"$corpus/seed-$(basename "$p")"
+    done
+  fi
   echo "fuzz: $name"
   # fuzz_verifier's oracle: every accepted program runs in the interpreter without a
   # fault. Its time limit is for pathological state growth, not speed (benchmarks

@@ -947,15 +947,22 @@ static void body(struct splicer *s, const struct fn_header *h, bool instrument, 
 	}
 	s->hoist.len = 0;
 	s->guards_hoisted = 0;
+	/*
+	 * This function's id and argument buffer from its first statement on:
+	 * a statement the entry site may follow (an ld.param) is spliced before
+	 * the entry site, and malformed PTX (ld.param.global, the fuzzer's find)
+	 * made one of them a load site that read the previous function's
+	 * parameter name, freed by then.
+	 */
+	s->kid = (unsigned long long)gx_kernel_id(h->name, strlen(h->name));
+	s->param0 = h->entry ? h->param0 : "";
 	if (instrument) {
 		copy_to(s, s->pos);
 		emit_decls(s);
 		s->hoist_at = s->out.len;
 	}
 	if (instrument && !h->entry) {
-		/* a device function: its own id, no argument buffer, no entry site */
-		s->kid = (unsigned long long)gx_kernel_id(h->name, strlen(h->name));
-		s->param0 = "";
+		/* a device function: its own id, no argument buffer (above), no entry site */
 		entered = true;
 	}
 	while (!s->rc && !s->out.oom) {
@@ -971,8 +978,6 @@ static void body(struct splicer *s, const struct fn_header *h, bool instrument, 
 		     (k == ST_STMT && !gx_ptx_is_decl(s->st.text) &&
 		      !gx_ptx_entry_may_follow(s->st.text)))) {
 			copy_to_stmt(s);
-			s->kid = (unsigned long long)gx_kernel_id(h->name, strlen(h->name));
-			s->param0 = h->param0;
 			emit_entry(s);
 			entered = true;
 		}
@@ -1169,6 +1174,7 @@ static void module(struct splicer *s)
 				declare_probes(s);
 			sites = s->stats->load_sites + s->stats->store_sites + s->stats->exit_sites;
 			body(s, &h, inst, line);
+			s->param0 = "";	/* h's, freed below */
 			/* listed (kernels.txt names it) only if it got a site */
 			if (func_sites && s->stats->load_sites + s->stats->store_sites +
 					  s->stats->exit_sites > sites) {

@@ -15,3 +15,8 @@ endif()
 if(TARGET test_codegen_ptx_probe)
   set_tests_properties(test_codegen_ptx_probe PROPERTIES SKIP_RETURN_CODE 77)
 endif()
+# The splicer's fuzzer (tests/fuzz/fuzz_splice.c; clang + -DGPUEXT_FUZZ=ON).
+if(TARGET fuzz_splice)
+  target_link_libraries(fuzz_splice PRIVATE gpuext_nv)
+  target_compile_definitions(fuzz_splice PRIVATE GPUEXT_NV_SPLICE_LINKED)
+endif()
