@@ -53,12 +53,19 @@ def main(report):
     lines.append("ATTACHRUN config=base ATTACH module_ms=4.0 total_ms=200.0\n")
     lines.append("ATTACHRUN config=cold ATTACH module_ms=700.0 total_ms=900.0\n")
     lines.append("ATTACHRUN config=cached ATTACH module_ms=9.0 total_ms=205.5\n")
-    lines.append("ABRUN config=none rc=0 check=ok ABBENCH workload=decode pairs=40 ratio=1.0004 "
-                 "ratio_lo=0.9990 ratio_hi=1.0011 ref_ms=3.0000 probe_ms=3.0012\n")
-    lines.append("ABRUN config=kernelretsnoop rc=0 check=ok ABBENCH workload=decode pairs=40 "
-                 "ratio=1.0261 ratio_lo=1.0240 ratio_hi=1.0282 ref_ms=3.0000 probe_ms=3.0783\n")
+    lines.append("ABRUN config=none rc=0 check=ok ABBENCH workload=decode pairs=60 quads=30 "
+                 "ratio=1.0004 ratio_lo=0.9990 ratio_hi=1.0011 cover=0.901 ref_ms=3.0000 "
+                 "probe_ms=3.0012\n")
+    lines.append("ABRUN config=kernelretsnoop rc=0 check=ok ABBENCH workload=decode pairs=60 quads=30 "
+                 "ratio=1.0261 ratio_lo=1.0240 ratio_hi=1.0282 cover=0.901 ref_ms=3.0000 "
+                 "probe_ms=3.0783\n")
     lines.append("ABRUN config=smload rc=1 check=none ABBENCH workload=stencil failed\n")
-    lines.append("ABSKIP at 290s of a 290s budget\n")
+    lines.append("ABRUN config=kerneldur rc=124 check=none ABBENCH workload=stencil timeout=42s\n")
+    lines.append("ABSKIP stencil/kerneldur at 290s of a 300s budget\n")
+    # gemm: one uninstrumented run failed its check: left out of the baseline, and said.
+    lines.append(run_line("base", "gemm", 2.0))
+    lines.append(run_line("threadhist", "gemm", 2.1))
+    lines.append(run_line("base2", "gemm", 9.0, check_="WRONG"))
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.writelines(lines)
         path = f.name
@@ -90,12 +97,19 @@ def main(report):
           "the old name of the 2^22 run is the membound row")
     check("attach cost per module: cold 700.0 ms, cached 5.5 ms (target < 100 ms)" in out,
           "attach costs")
-    check("  decode    none               40   1.000x  [0.999, 1.001]" in out, "A/B: none")
-    check("  decode    kernelretsnoop     40   1.026x  [1.024, 1.028]" in out, "A/B: a tool")
+    check("  decode    none               30   1.000x  [0.999, 1.001]  0.901" in out, "A/B: none")
+    check("  decode    kernelretsnoop     30   1.026x  [1.024, 1.028]  0.901" in out, "A/B: a tool")
     check("  stencil   smload          failed: rc=1 check=none" in out and
           "in one process, stencil/smload: rc=1 check=none" in out, "A/B: a failed run")
-    check("in one process (bench_kernels ab-*): not run, no time left (at 290s of a 290s budget)"
-          in out, "A/B: skipped for time")
+    check("  stencil   kerneldur       over 42s" in out and
+          "in one process, stencil/kerneldur: over 42s" in out, "A/B: a run out of time")
+    check("  not run, no time left: stencil/kerneldur at 290s of a 300s budget" in out,
+          "A/B: skipped for time")
+    gemm = [l for l in out.splitlines() if l.startswith("gemm ")]
+    check(bool(gemm) and gemm[0].split()[3:5] == ["2.0000", "nanx"] and
+          gemm[0].split()[7] == "1.050x", f"gemm row without the failed base2: {gemm[:1]}")
+    check("gemm/base2 (uninstrumented): rc=0 check=WRONG in 1 of 1 runs, left out of the baseline"
+          in out, "the failed baseline run listed")
     if FAILS:
         print(out)
     print(f"test_bench_report: {FAILS} failures")

@@ -1522,6 +1522,9 @@ static void test_malformed(void)
 	expect_einval("32-bit module", ".version 8.0\n.target sm_80\n.address_size 32\n",
 		      "line 3: only 64-bit modules");
 	expect_einval("not PTX", "hello world\n", "line 1: statement \"hello world\" does not end");
+	expect_einval(".version after a kernel", HDR ".visible .entry k()\n{\n\tret;\n}\n"
+		      ".version 7.0\n.target sm_50\n", "line 8: .version after the module's first function");
+	expect_einval("a second .target", HDR ".target sm_90\n", "line 4: .target given twice");
 	expect_einval("no .address_size", ".version 8.0\n.target sm_80\n\n.visible .entry k()\n"
 		      "{\n\tret;\n}\n", "line 4: kernel k: the module has no .address_size 64");
 	{
@@ -1538,11 +1541,12 @@ static void test_malformed(void)
 	}
 	{
 		/*
-		 * An access the entry site may follow (an ld.param, here a malformed
-		 * one that also says .global: a load site) in a second kernel. Its site
-		 * read the first kernel's parameter name after that was freed
-		 * (fuzz_splice found it; ASan builds fail here without the fix) and
-		 * carried the first kernel's id.
+		 * A malformed ld.param that also says .global (a load site) in a
+		 * second kernel. The entry site used to follow it, so its load site
+		 * came first and read the first kernel's parameter name after that
+		 * was freed (fuzz_splice found it; ASan builds failed here), with the
+		 * first kernel's id. Now the entry site comes first, and the load site
+		 * carries this kernel's id and parameter.
 		 */
 		static const char two[] = HDR ".visible .entry first(.param .u64 first_p)\n{\n\tret;\n}\n"
 			".visible .entry second(.param .u64 second_p)\n{\n\t.reg .b64 %rd<3>;\n"
@@ -1559,8 +1563,10 @@ static void test_malformed(void)
 
 			snprintf(id, sizeof(id), "mov.u64 %%gxs_d, %llu;",
 				 (unsigned long long)gx_kernel_id("second", 6));
-			CHECK(e2 && strstr(e2, "ld.param.global.u64 %rd1, [%rd2];") &&
-			      strstr(e2, id) && strstr(e2, "mov.u64 %gxs_c, second_p;"));
+			const char *ld = e2 ? strstr(e2, "ld.param.global.u64 %rd1, [%rd2];") : NULL;
+
+			CHECK(ld && strstr(e2, id) && strstr(e2, "mov.u64 %gxs_c, second_p;"));
+			CHECK(ld && strstr(e2, "gpuext_probe_entry inlined") < ld);
 			CHECK_EQ_INT(count_str(e2, id), 3);	/* load, entry, exit sites */
 			CHECK(!strstr(e2, "first_p"));
 		}

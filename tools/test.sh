@@ -51,11 +51,21 @@ for fz in build-asan/fuzz_*; do
   cp -f build-asan/tests/bpf/*.bpf.o build-asan/policies/*.bpf.o "$corpus"/ 2>/dev/null || true
   cp -f build-asan/tests/nv/*.fatbin "$corpus"/ 2>/dev/null || true
   # and PTX for the splicer (fuzz_splice: the first byte picks the pack, so each seed goes in
-  # behind a 0: all four probes, warp mode, no filter)
+  # behind a 0: all four probes, warp mode, no filter), with the test .cu files compiled where
+  # nvcc is, and its dictionary of PTX words
+  dict=()
   if [ "$name" = fuzz_splice ]; then
     for p in tests/nv/splice/*.ptx; do
       { printf '\000'; cat "$p"; } >"$corpus/seed-$(basename "$p")"
     done
+    nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+    if [ -x "$nvcc" ]; then
+      for cu in tests/nv/splice/*.cu; do
+        "$nvcc" --ptx -arch=compute_80 -o "build-asan/fuzz-seed.ptx" "$cu" >/dev/null 2>&1 &&
+          { printf '\000'; cat build-asan/fuzz-seed.ptx; } >"$corpus/seed-$(basename "$cu" .cu).ptx"
+      done
+    fi
+    dict=(-dict=tests/fuzz/ptx.dict)
   fi
   echo "fuzz: $name"
   # fuzz_verifier's oracle: every accepted program runs in the interpreter without a
@@ -63,7 +73,7 @@ for fz in build-asan/fuzz_*; do
   # measure speed): a smaller budget and a generous limit keep a sanitized build on a
   # loaded 2-core machine from reporting slowness as a bug.
   GPUEXT_FUZZ_STATS=1 GPUEXT_FUZZ_BUDGET=200000 GPUEXT_FUZZ_VERIFY_MS=60000 \
-  "$fz" -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 -timeout=120 \
+  "$fz" "${dict[@]}" -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 -timeout=120 \
         -print_final_stats=1 -artifact_prefix=build-asan/ "$corpus" > "build-asan/$name.log" 2>&1 \
     || { tail -n 60 "build-asan/$name.log"; echo "fuzz: $name FAILED (log: build-asan/$name.log)"; exit 1; }
   tail -n 8 "build-asan/$name.log"

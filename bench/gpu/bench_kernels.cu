@@ -17,14 +17,18 @@
  *             case: every access traced, run at a smaller size)
  *
  *   ab-decode, ab-stencil [PAIRS]  the decode step or the stencil sweep in one
- *             process, alternately with the abr_* kernels (the reference) and
+ *             process, alternately with the abr_* kernels (the reference, A) and
  *             the abp_* kernels (the same code; the copy a tool probes with
- *             `gpuext trace TOOL --kernel '*abp_*'`), in the order A B, B A, ...
- *             Prints "ABBENCH workload=W pairs=N ratio=R ratio_lo=L ratio_hi=H
- *             ref_ms=A probe_ms=B": R the median over pairs of B / A, [L, H] its
- *             90% interval (order statistics), A and B the medians. Both copies
- *             run on the same buffers in the same process, so what moves a run
- *             from one process to the next (placement, clocks) cancels.
+ *             `gpuext trace TOOL --kernel '*abp_*'`, B), in the order A B, B A, ...
+ *             (PAIRS rounded up to even, at least 4; default 10, run.sh asks 60).
+ *             Prints "ABBENCH workload=W pairs=N quads=Q ratio=R ratio_lo=L
+ *             ratio_hi=H cover=C ref_ms=A probe_ms=B": R the median over quads
+ *             (two pairs, A B then B A) of (B + B) / (A + A), [L, H] an interval
+ *             that holds the true median with probability C (order statistics,
+ *             C >= 0.9 from 10 quads on), A and B the medians of the steps. Both
+ *             copies run on the same buffers in the same process, so what moves a
+ *             run from one process to the next (placement, clocks) cancels. The
+ *             CHECK also compares the two copies' outputs from the same state.
  */
 #include <algorithm>
 #include <chrono>
@@ -400,8 +404,14 @@ int main(int argc, char **argv)
 		step(false);
 		step(true);
 		CK(cudaDeviceSynchronize());
-		std::vector<float> ta, tb, ratio;
-		for (int r = 0; r < reps; r++) {
+		/*
+		 * ABBA: pair r runs A then B when r is even, B then A when odd; a quad
+		 * (pairs 2q, 2q + 1) gives (B + B) / (A + A), in which an order effect
+		 * (the second step of a pair faster, say) and a linear drift cancel.
+		 */
+		int pairs = std::max(4, reps + (reps & 1));
+		std::vector<double> ta, tb, ratio;
+		for (int r = 0; r < pairs; r++) {
 			bool bfirst = r & 1;
 			t.start();
 			step(bfirst);
@@ -411,41 +421,99 @@ int main(int argc, char **argv)
 			float t2 = t.stop();
 			ta.push_back(bfirst ? t2 : t1);
 			tb.push_back(bfirst ? t1 : t2);
-			ratio.push_back(tb.back() / ta.back());
+			if (r & 1)
+				ratio.push_back((tb[r - 1] + tb[r]) / (ta[r - 1] + ta[r]));
 		}
-		bool good;
+		/*
+		 * Both copies from the same state, their outputs compared: the probed
+		 * copy must compute what the reference does (to float rounding: the
+		 * probes change what the JIT sees around the app's arithmetic).
+		 */
+		std::vector<float> ra, rb;
+		auto outputs = [&](std::vector<float> &v) {
+			if (dec) {
+				v.resize((size_t)2 * d + (size_t)heads * ctxlen);
+				CK(cudaMemcpy(v.data(), x, d * 4, cudaMemcpyDeviceToHost));
+				CK(cudaMemcpy(v.data() + d, h, d * 4, cudaMemcpyDeviceToHost));
+				CK(cudaMemcpy(v.data() + 2 * d, att, (size_t)heads * ctxlen * 4,
+					      cudaMemcpyDeviceToHost));
+			} else {
+				v.resize((size_t)4 * n);	/* rows 99-102 */
+				CK(cudaMemcpy(v.data(), out + (size_t)99 * n, (size_t)4 * n * 4,
+					      cudaMemcpyDeviceToHost));
+			}
+		};
+		float *save = NULL;
+		size_t save_n = dec ? (size_t)2 * d + (size_t)heads * ctxlen : 0;
 		if (dec) {
-			std::vector<float> a(ctxlen);
-			CK(cudaMemcpy(a.data(), att, ctxlen * 4, cudaMemcpyDeviceToHost));
+			CK(cudaMalloc(&save, save_n * 4));
+			CK(cudaMemcpy(save, x, d * 4, cudaMemcpyDeviceToDevice));
+			CK(cudaMemcpy(save + d, h, d * 4, cudaMemcpyDeviceToDevice));
+			CK(cudaMemcpy(save + 2 * d, att, (size_t)heads * ctxlen * 4, cudaMemcpyDeviceToDevice));
+		}
+		auto restore = [&]() {
+			if (!dec)
+				return;
+			CK(cudaMemcpy(x, save, d * 4, cudaMemcpyDeviceToDevice));
+			CK(cudaMemcpy(h, save + d, d * 4, cudaMemcpyDeviceToDevice));
+			CK(cudaMemcpy(att, save + 2 * d, (size_t)heads * ctxlen * 4, cudaMemcpyDeviceToDevice));
+		};
+		step(false);
+		CK(cudaDeviceSynchronize());
+		outputs(ra);
+		restore();
+		step(true);
+		CK(cudaDeviceSynchronize());
+		outputs(rb);
+		size_t differ = 0;
+		for (size_t i = 0; i < ra.size(); i++)
+			differ += !(fabsf(ra[i] - rb[i]) <= 1e-4f * (1.0f + fabsf(ra[i])));
+		bool good = differ == 0;
+		if (dec) {
 			double sum = 0;
-			for (float v : a)
-				sum += v;
-			good = fabs(sum - 1.0) < 1e-3;
+			for (int i = 0; i < ctxlen; i++)
+				sum += rb[(size_t)2 * d + i];
+			good = good && fabs(sum - 1.0) < 1e-3;
+			CK(cudaFree(save));
 		} else {
-			float hv[3], up, dn, o;
+			float hv[3], up, dn;
 			size_t i = (size_t)100 * n + 100;
 			CK(cudaMemcpy(hv, in + i - 1, 12, cudaMemcpyDeviceToHost));
 			CK(cudaMemcpy(&up, in + i - n, 4, cudaMemcpyDeviceToHost));
 			CK(cudaMemcpy(&dn, in + i + n, 4, cudaMemcpyDeviceToHost));
-			CK(cudaMemcpy(&o, out + i, 4, cudaMemcpyDeviceToHost));
-			good = fabsf(0.2f * (hv[1] + hv[0] + hv[2] + up + dn) - o) < 1e-5f;
+			good = good && fabsf(0.2f * (hv[1] + hv[0] + hv[2] + up + dn) - rb[n + 100]) < 1e-5f;
 		}
+		if (differ)
+			printf("ab: %zu of %zu outputs of the probed copy differ from the reference's\n",
+			       differ, ra.size());
 		printf("CHECK %s\n", good ? "ok" : "WRONG");
-		std::sort(ta.begin(), ta.end());
-		std::sort(tb.begin(), tb.end());
+		auto median = [](std::vector<double> v) {
+			std::sort(v.begin(), v.end());
+			size_t m = v.size();
+			return m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
+		};
 		std::sort(ratio.begin(), ratio.end());
 		/*
-		 * Distribution-free 90% interval of the median: the pairs below it are
-		 * Binomial(n, 1/2), so ranks n/2 -+ 1.645 sqrt(n) / 2 (1-based, widened
-		 * to whole ranks: 14 and 27 of 40).
+		 * Distribution-free interval of the median quad ratio: the quads below
+		 * the true median are Binomial(q, 1/2), so [X(l), X(q + 1 - l)] (1-based)
+		 * holds it with probability 1 - 2 P(Bin <= l - 1); l is the largest with
+		 * that at least 90% (30 quads: l = 11, 90.1%).
 		 */
-		int np = (int)ratio.size();
-		double half = 0.8224 * sqrt((double)np);
-		int lo = std::max(0, (int)floor(np / 2.0 - half) - 1);
-		int hi = std::min(np - 1, (int)ceil(np / 2.0 + half));
-		printf("ABBENCH workload=%s pairs=%d ratio=%.4f ratio_lo=%.4f ratio_hi=%.4f ref_ms=%.4f "
-		       "probe_ms=%.4f\n", dec ? "decode" : "stencil", np, ratio[np / 2], ratio[lo],
-		       ratio[hi], ta[np / 2], tb[np / 2]);
+		int nq = (int)ratio.size(), l = 1;
+		double pmf = pow(0.5, nq), cdf = pmf, cover;	/* cdf = P(Bin <= l - 1) */
+		for (;;) {
+			double next = pmf * (nq - l + 1) / l;	/* P(Bin = l) */
+
+			if (l + 1 > (nq + 1) / 2 || cdf + next > 0.05)
+				break;
+			pmf = next;
+			cdf += pmf;
+			l++;
+		}
+		cover = 1 - 2 * cdf;
+		printf("ABBENCH workload=%s pairs=%d quads=%d ratio=%.4f ratio_lo=%.4f ratio_hi=%.4f "
+		       "cover=%.3f ref_ms=%.4f probe_ms=%.4f\n", dec ? "decode" : "stencil", pairs, nq,
+		       median(ratio), ratio[l - 1], ratio[nq - l], cover, median(ta), median(tb));
 	} else if (w == "decode") {
 		int d = 4096, L = 32, heads = 32, ctxlen = 4096;
 		std::vector<float *> W1(L), W2(L);

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """report.py RESULTS "GPU, driver": the table of bench/gpu/run.sh.
 
 Every workload runs in interleaved rounds (bench/gpu/run.sh): in each round
@@ -72,6 +73,13 @@ def table(runs, works, tools, kind, bad):
                 by.setdefault(r["config"], []).append(r)
         b1 = [float(r[key]) for r in by.get("base", []) if ok(r, key)]
         b2 = [float(r[key]) for r in by.get("base2", []) if ok(r, key)]
+        if kind == "gpu":
+            for c in ("base", "base2"):
+                lost = [r for r in by.get(c, []) if not ok(r, key)]
+                if lost:
+                    bad.append(f"{w}/{c} (uninstrumented): rc={lost[0].get('rc')} "
+                               f"check={lost[0].get('check')} in {len(lost)} of {len(by[c])} runs, "
+                               f"left out of the baseline")
         if not b1 + b2:
             print(f"{w:<13} (no baseline)")
             continue
@@ -141,24 +149,29 @@ def main(path, gpu):
             if extra >= 100:
                 bad.append(f"cached attach {extra:.1f} ms >= 100 ms")
     ab = [kv(l) for l in open(path) if l.startswith("ABRUN ")]
-    for l in open(path):
-        if l.startswith("ABSKIP "):
-            print(f"\nin one process (bench_kernels ab-*): not run, no time left ({l[7:].strip()})")
-    if ab:
+    skips = [l[7:].strip() for l in open(path) if l.startswith("ABSKIP ")]
+    if ab or skips:
         print("\nin one process (bench_kernels ab-*): the probed copy of the kernels against a "
-              "reference copy of the same code,\nstep by step alternately (B / A, median over pairs, "
-              "with its 90% interval); 'none' = both copies native (the method's noise):")
-        print(f"  {'workload':<9} {'config':<15} {'pairs':>5} {'ratio':>8}  interval")
+              "reference copy of the same code,\nstep by step (A B, B A: the median over quads of "
+              "(B + B) / (A + A), with an interval that holds the median\nwith the probability "
+              "'cover'); 'none' = both copies native (the method's own noise):")
+        print(f"  {'workload':<9} {'config':<15} {'quads':>5} {'ratio':>8}  interval          cover")
         for a in ab:
             if a.get("rc") == "0" and a.get("check") == "ok" and "ratio" in a:
-                print(f"  {a.get('workload', '?'):<9} {a['config']:<15} {a.get('pairs', '?'):>5} "
+                print(f"  {a.get('workload', '?'):<9} {a['config']:<15} {a.get('quads', '?'):>5} "
                       f"{float(a['ratio']):>7.3f}x  [{float(a['ratio_lo']):.3f}, "
-                      f"{float(a['ratio_hi']):.3f}]")
+                      f"{float(a['ratio_hi']):.3f}]  {a.get('cover', '?')}")
+            elif "timeout" in a:
+                print(f"  {a.get('workload', '?'):<9} {a.get('config', '?'):<15} over {a['timeout']}")
+                bad.append(f"in one process, {a.get('workload')}/{a.get('config')}: over "
+                           f"{a['timeout']}")
             else:
                 print(f"  {a.get('workload', '?'):<9} {a.get('config', '?'):<15} failed: "
                       f"rc={a.get('rc')} check={a.get('check')}")
                 bad.append(f"in one process, {a.get('workload')}/{a.get('config')}: "
                            f"rc={a.get('rc')} check={a.get('check')}")
+        for sk in skips:
+            print(f"  not run, no time left: {sk}")
     if bad:
         print("\nmissed targets / failures:")
         for b in bad:

@@ -102,29 +102,40 @@ done
 # the probed copy (--kernel '*abp_*') alternate step by step, so what moves a run from one process
 # to the next cancels. "none" runs without gpuext (both copies native: the method's own noise),
 # "jitonly" both copies JIT-compiled, unprobed. Last, so that a slow machine loses these rows
-# rather than the attach numbers above. AB_PAIRS pairs a run (default 40).
+# rather than the table: with BENCH_BUDGET_S (the seconds tools/gpu/probes.sh gives run.sh),
+# each run gets at most what is left of it less 15 s for the report, and none starts with less
+# than 20 s left. AB_PAIRS pairs a run (default 60: 30 quads, a 90% interval).
 abone() {
-  local cfg=$1 w=$2 log=$logs/bench_ab_${1}_$2.log tool=$1 jit=0
+  local cfg=$1 w=$2 log=$logs/bench_ab_${1}_$2.log tool=$1 jit=0 tmo=120
+  if [ -n "${BENCH_BUDGET_S:-}" ]; then
+    tmo=$((BENCH_BUDGET_S - SECONDS - 15))
+    if [ "$tmo" -lt 20 ]; then
+      echo "ABSKIP $w/$cfg at ${SECONDS}s of a ${BENCH_BUDGET_S}s budget" >>"$res"
+      return 1
+    fi
+    [ "$tmo" -gt 120 ] && tmo=120
+  fi
   if [ "$cfg" = none ]; then
-    timeout -k 5 120 "$work/bench_kernels" "ab-$w" "${AB_PAIRS:-40}" >"$log" 2>&1
+    timeout -k 5 "$tmo" "$work/bench_kernels" "ab-$w" "${AB_PAIRS:-60}" >"$log" 2>&1
   else
     [ "$cfg" = jitonly ] && tool=threadhist jit=1
-    GPUEXT_NV_JIT_ONLY=$jit timeout -k 5 120 "${GX_LOADER:-env}" ${GX_LOADER:+--library-path "$GX_LIBDIR"} \
+    GPUEXT_NV_JIT_ONLY=$jit timeout -k 5 "$tmo" "${GX_LOADER:-env}" ${GX_LOADER:+--library-path "$GX_LIBDIR"} \
         "${GX_BIN:-$top/build/gpuext}" trace "$tool" --kernel '*abp_*' --interval 0 -- \
-        "$work/bench_kernels" "ab-$w" "${AB_PAIRS:-40}" >"$log" 2>&1
+        "$work/bench_kernels" "ab-$w" "${AB_PAIRS:-60}" >"$log" 2>&1
   fi
   local rc=$? b c
   b=$(grep -m1 '^ABBENCH ' "$log")
   c=$(grep -m1 '^CHECK ' "$log" | cut -d' ' -f2)
+  [ $rc -eq 124 ] || [ $rc -eq 137 ] && b="ABBENCH workload=$w timeout=${tmo}s"
   echo "ABRUN config=$cfg rc=$rc check=${c:-none} ${b:-ABBENCH workload=$w failed}" >>"$res"
 }
-# BENCH_BUDGET_S (set by tools/gpu/probes.sh): the seconds run.sh has; the A/B runs take about 60.
-if [ -n "${BENCH_BUDGET_S:-}" ] && [ $((SECONDS + 75)) -gt "$BENCH_BUDGET_S" ]; then
-  echo "ABSKIP at ${SECONDS}s of a ${BENCH_BUDGET_S}s budget" >>"$res"
-else
+ab_all() {
   for w in decode stencil; do
-    for cfg in none jitonly kernelretsnoop threadhist launchlate smload kerneldur; do abone "$cfg" "$w"; done
+    for cfg in none jitonly kernelretsnoop threadhist launchlate smload kerneldur; do
+      abone "$cfg" "$w" || return
+    done
   done
-fi
+}
+ab_all
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)
 python3 "$top/bench/gpu/report.py" "$res" "$gpu"

@@ -1084,6 +1084,18 @@ static void module(struct splicer *s)
 		case ST_EOF:
 			return;
 		case ST_LINE:
+			/*
+			 * The module header comes once, before any function: the rewrite of
+			 * .version/.target patches their places in the source (the fuzzer's
+			 * .version after a kernel garbled the probes' text).
+			 */
+			if ((!strncmp(t, ".version", 8) && (s->have_version || s->seen_func)) ||
+			    (!strncmp(t, ".target", 7) && (s->have_target || s->seen_func)) ||
+			    (!strncmp(t, ".address_size", 13) && (s->have_addr64 || s->seen_func))) {
+				gx_sp_fail(s, s->st.line, "%.*s %s", (int)strcspn(t, " \t"), t,
+					   s->seen_func ? "after the module's first function" : "given twice");
+				break;
+			}
 			if (!strncmp(t, ".version", 8)) {
 				if (!parse_version(t + 9, &s->ver))
 					gx_sp_fail(s, s->st.line, "bad .version \"%s\"", t);
@@ -1130,6 +1142,7 @@ static void module(struct splicer *s)
 				break;
 			}
 			ph = parse_header(t, &h);
+			s->seen_func = true;
 			if (ph < 0) {
 				s->out.oom = true;
 				break;

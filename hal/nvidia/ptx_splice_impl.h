@@ -65,6 +65,7 @@ struct splicer {
 	int sm;			/* .target sm_XX; 0 unknown */
 	unsigned ver;		/* .version as major * 10 + minor */
 	bool have_version, have_target, have_addr64;
+	bool seen_func;		/* a function header went by: no module header lines after it */
 	size_t ver_start, ver_end, hdr_end;
 	size_t sm_start, sm_end;	/* the "sm_NN" token of .target (sm_end 0: none) */
 	unsigned need_ver;	/* what the probes need: PTX ISA version ... */

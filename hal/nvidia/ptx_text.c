@@ -143,8 +143,15 @@ bool gx_ptx_entry_may_follow(const char *t)
 	for (size_t i = 0; i < sizeof(clocks) / sizeof(clocks[0]); i++)
 		if (strstr(t + op, clocks[i]))
 			return false;
-	if (!strncmp(t, "ld.param.", 9))
+	if (!strncmp(t, "ld.param.", 9)) {
+		/* a parameter load names no other state space ("ld.param.global" is malformed) */
+		static const char *const spaces[] = { ".global", ".shared", ".local", ".const" };
+
+		for (size_t i = 0; i < sizeof(spaces) / sizeof(spaces[0]); i++)
+			if (memmem(t + 8, op - 8, spaces[i], strlen(spaces[i])))
+				return false;
 		return true;
+	}
 	for (size_t i = 0; i < sizeof(pure) / sizeof(pure[0]); i++)
 		if (n == strlen(pure[i]) && !strncmp(t, pure[i], n))
 			return true;

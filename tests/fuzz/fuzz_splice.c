@@ -5,17 +5,19 @@
  * for the probes' L2 rewrite (ptx_text.c). The PTX comes from the
  * applications libgpuext-nvprobe.so is preloaded into (nvcc, clang, NVRTC,
  * Triton, hand-written): a crash here is a crash of the user's app. Any text
- * must give spliced PTX or an error that names a line, never a crash, an
+ * must give spliced PTX or an error message (not empty), never a crash, an
  * out-of-bounds read or a leak; and splicing is deterministic (the same
- * input twice, the same bytes), as the splice cache relies on.
+ * input twice, the same bytes or the same error), as the splice cache
+ * relies on.
  *
  * The first byte picks the pack: bits 0-3 which of the four probes it has
  * (entry, exit, load, store; none set: all four), bit 4 per-thread mode,
  * bit 5 a kernel filter ("*k*"), bit 6 the L2 rewrite on the rest of the
  * input (as if it were a pack's probe text) instead of the splicer. Seed
- * with PTX (tools/test.sh puts each tests/nv/splice .ptx file behind a 0 byte):
+ * with PTX behind a 0 byte (tools/test.sh: tests/nv/splice's .ptx, and its
+ * .cu compiled by nvcc where there is one) and the PTX words of ptx.dict:
  *
- *   fuzz_splice -max_total_time=60 corpus/
+ *   fuzz_splice -dict=tests/fuzz/ptx.dict -max_total_time=60 corpus/
  *   GPUEXT_FUZZ_STATS=1 fuzz_splice ...   # inputs spliced / refused at exit
  */
 #include <errno.h>

@@ -464,7 +464,7 @@ if [ "${GPUEXT_NO_BENCH:-0}" != 1 ] && [ "${GPUEXT_PROBES_NO_BENCH:-0}" != 1 ]; 
   [ "$left" -lt "$btmo" ] && btmo=$left
   [ "$btmo" -lt 30 ] && btmo=30
   say "benchmark (bench/gpu/run.sh), at most ${btmo}s (script at ${SECONDS}s)"
-  BENCH_RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-15} BENCH_BUDGET_S=$((btmo - 10)) \
+  BENCH_RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-15} BENCH_BUDGET_S=$((btmo - 5)) \
   GX_LOADER=$loader GX_LIBDIR=$libdir GX_BIN=$bundle/gpuext GX_LOGS=$logs \
     timeout -k 5 "$btmo" "$top/bench/gpu/run.sh" 2>&1 | tee "$out/bench.txt"
 fi
