@@ -17,8 +17,9 @@
  * from gpuext_ptx_probe_emit, warp and per-thread mode, and a hand-written
  * probe module) and assembled with ptxas for sm_80 and sm_90. Site counts
  * must equal an independent count of the input's global loads/stores and
- * exits; the output is deterministic; the kernel filter, a second splice,
- * malformed PTX (-EINVAL with its line) are checked.
+ * exits; the output is deterministic; the kernel filter and a second splice
+ * are checked. The parts that need no ptxas (the hoister, the inliner,
+ * malformed PTX) are tests/test_nv_splice_parts.c.
  *
  * Exits 77 (skipped) without ptxas; without nvcc only the hand-written
  * inputs run (said loudly).
@@ -36,6 +37,7 @@
 #include "ptx_splice.h"
 #include "ptx_text.h"
 #include "testlib.h"
+#include "nv/splice_test.h"
 
 #define SPLICE_DIR GPUEXT_TEST_DATA_DIR "/nv/splice"
 /* hal/nvidia/splice.cmake defines these; without it the tools are looked up in the environment. */
@@ -56,26 +58,6 @@ _Static_assert(GX_CTX_BYTES == 112 && GX_CTX_ARGS == 104 && GX_CTX_GPU == 100, "
 static struct test_log logbuf;
 static char ptxas[1024], nvcc[1024], clang[1024], tmpdir[64];
 
-/* A probe module written by hand: each probe counts its calls in a global. */
-static const char hand_probes[] =
-	"// gpuext-ptx-version 7.8\n"
-	"// gpuext-ptx-target sm_75\n"
-	".visible .global .align 8 .u64 gpuext_test_calls[4];\n"
-	".visible .global .align 4 .u32 gpuext_rt_gpu_id;\n"
-	".func gpuext_probe_entry(.param .b64 e_k, .param .b64 e_g, .param .b64 e_a, "
-	".param .b64 e_v, .param .b32 e_s)\n"
-	"{\n\t.reg .b64 %rd<3>;\n\tld.param.u64 %rd1, [e_k];\n"
-	"\tatom.global.add.u64 %rd2, [gpuext_test_calls], 1;\n\tret;\n}\n"
-	".func gpuext_probe_exit(.param .b64 x_k, .param .b64 x_g, .param .b64 x_a, "
-	".param .b64 x_v, .param .b32 x_s)\n"
-	"{\n\t.reg .b64 %rd<2>;\n\tatom.global.add.u64 %rd1, [gpuext_test_calls+8], 1;\n\tret;\n}\n"
-	".func gpuext_probe_load(.param .b64 l_k, .param .b64 l_g, .param .b64 l_a, "
-	".param .b64 l_v, .param .b32 l_s)\n"
-	"{\n\t.reg .b64 %rd<3>;\n\tld.param.u64 %rd1, [l_a];\n"
-	"\tatom.global.add.u64 %rd2, [gpuext_test_calls+16], %rd1;\n\tret;\n}\n"
-	".func gpuext_probe_store(.param .b64 s_k, .param .b64 s_g, .param .b64 s_a, "
-	".param .b64 s_v, .param .b32 s_s)\n"
-	"{\n\t.reg .b64 %rd<2>;\n\tatom.global.add.u64 %rd1, [gpuext_test_calls+24], 1;\n\tret;\n}\n";
 
 static char *read_file(const char *path, size_t *len)
 {
@@ -246,14 +228,6 @@ static void count_sites(const char *ptx, const char *only_kernel, struct counts 
 	}
 }
 
-static unsigned count_str(const char *t, const char *s)
-{
-	unsigned n = 0;
-
-	for (const char *p = strstr(t, s); p; p = strstr(p + 1, s))
-		n++;
-	return n;
-}
 
 /* ------------------------------------------------------------------ */
 
@@ -962,21 +936,6 @@ static void test_details(const struct gx_pack *hand)
 	free(ptx);
 }
 
-static void expect_einval(const char *what, const char *ptx, const char *msg)
-{
-	struct gx_pack pk = { .events = 0xf, .ptx = (char *)hand_probes,
-			      .ptx_len = sizeof(hand_probes) - 1 };
-	char err[256] = "", *out = NULL;
-	size_t olen = 5;
-
-	CHECK_EQ_INT(gx_ptx_splice(ptx, strlen(ptx), &pk, &out, &olen, NULL, err, sizeof(err)),
-		     -EINVAL);
-	CHECK(!out && olen == 0);
-	test_checks++;
-	if (strncmp(err, msg, strlen(msg)))
-		test_fail(__FILE__, __LINE__, "%s: error \"%s\", want it to start \"%s\"", what, err,
-			  msg);
-}
 
 /*
  * The constant bank: the emitted probes keep their map table in .const; a
@@ -1202,378 +1161,6 @@ static void test_l2keep(const struct gx_pack *emitted)
 	}
 }
 
-/* The inliner with a hoisting plan of @b for the site @sfx: the site's text and the moved code. */
-static char *inline_hoisted(const struct gx_probe_body *b, const char *sfx, char **h)
-{
-	static const char *const args[GX_PROBE_NARGS] = { "%k", "%g", "%a", "%v", "%s" };
-	static const unsigned bits[GX_PROBE_NARGS] = { 64, 64, 64, 64, 32 };
-	struct gx_hoist_plan *plan = gx_hoist_plan_make(b, false);
-	char *t;
-
-	*h = NULL;
-	CHECK(plan != NULL);
-	t = gx_probe_body_inline(b, args, bits, sfx, plan, h);
-	gx_hoist_plan_free(plan);
-	return t;
-}
-
-/* inline_hoisted() of the probe function gpuext_probe_exit defined in @src. */
-static char *hoist_src(const char *src, size_t len, const char *sfx, char **h)
-{
-	struct gx_probe_body b;
-	char err[200], *t = NULL;
-
-	*h = NULL;
-	CHECK_EQ_INT(gx_probe_body_parse(src, len, "gpuext_probe_exit", &b, err, sizeof(err)), 0);
-	if (b.text)
-		t = inline_hoisted(&b, sfx, h);
-	gx_probe_body_free(&b);
-	return t;
-}
-
-/*
- * Hoisting: what depends only on the thread's place and on constants leaves
- * the site (renamed, declared, in body order), the rest stays: a lane mask,
- * a timer, %smid (volatile), a guarded line, a register written twice, a
- * global load, inline assembly but a register copy, a carry, two
- * statements on a line, a symbol of the body's own. Constants are copied,
- * not moved, and what stays live is bounded (GX_HOIST_LIVE_MAX).
- */
-static void test_hoist(void)
-{
-	static const char probes[] =
-		".visible .const .align 8 .b8 gpuext_rt_maps[40];\n"
-		".func gpuext_probe_exit(\n\t.param .b64 p_0,\n\t.param .b64 p_1,\n"
-		"\t.param .b64 p_2,\n\t.param .b64 p_3,\n\t.param .b32 p_4\n)\n{\n"
-		"\t.reg .pred \t%p<4>;\n\t.reg .b32 \t%r<24>;\n\t.reg .b64 \t%rd<12>;\n"
-		"\t.local .align 4 .b8 loc[8];\n"
-		"\tld.param.b64 \t%rd1, [p_0];\n"
-		"\tactivemask.b32 \t%r1;\n"			/* stays */
-		"\tmov.u32 \t%r2, %lanemask_lt;\n"		/* stays: a lane mask */
-		"\tand.b32 \t%r11, %r1, %r2;\n"
-		"\tsetp.ne.b32 \t%p1, %r11, 0;\n"		/* the leader election */
-		"\t@%p1 bra \t$L__BB0_2;\n"			/* the region goes on past it */
-		"\tmov.u32 \t%r3, %ntid.x;\n"			/* moves */
-		"\tmov.u32 \t%r4, %tid.y;\n"			/* moves */
-		"\tmad.lo.s32 \t%r5, %r4, %r3, 7;\n"		/* moves */
-		"\tmov.b64 \t%rd7, gpuext_rt_maps;\n"		/* a constant: copied */
-		"\t// begin inline asm\n\tmov.b64 %rd2, %rd7;\n\t// end inline asm\n"	/* copied */
-		"\tld.const.u64 \t%rd3, [%rd2+8];\n"		/* a constant: copied */
-		"\tmul.wide.u32 \t%rd4, %r5, 8;\n"		/* moves */
-		"\tadd.s64 \t%rd5, %rd3, %rd4;\n"		/* moves: live at the site */
-		"\tmov.u64 \t%rd6, %globaltimer;\n"		/* stays: a timer */
-		"\tmov.u32 \t%r12, %smid;\n"			/* stays: volatile */
-		"\t@%p1 add.s32 \t%r6, %r5, 1;\n"		/* stays: guarded */
-		"\tadd.s32 \t%r7, %r5, 2;\n"			/* stays: %r7 written twice */
-		"\tadd.s32 \t%r7, %r7, 3;\n"
-		"\tld.global.u32 \t%r8, [%rd5];\n"		/* stays: a global load */
-		"\tadd.s32 \t%r9, %r8, 1;\n"			/* stays: reads it */
-		"\t// begin inline asm\n\t{\n\t.reg .b32 t;\n\tmov.u32 t, %ctaid.x;\n"
-		"\tmov.u32 %r10, t;\n\t}\n\t// end inline asm\n"	/* stays: asm */
-		"\tadd.cc.u32 \t%r13, %r3, 1;\n\taddc.u32 \t%r14, %r4, 0;\n"	/* stay: a carry */
-		"\tmov.u32 \t%r15, %ctaid.y; mov.u32 \t%r16, %ctaid.z;\n"	/* stays: two on a line */
-		"\tmov.u64 \t%rd8, loc;\n"			/* stays: the body's own symbol */
-		"\tst.global.u64 \t[%rd5], %rd6;\n"
-		"\tst.global.v4.u32 \t[%rd5+8], {%r10, %r9, %r7, %r6};\n"
-		"\tst.global.v4.u32 \t[%rd5+24], {%r12, %r13, %r14, %r15};\n"
-		"\tst.global.u32 \t[%rd5+40], %r16;\n"
-		"\tst.global.u64 \t[%rd5+48], %rd1;\n"
-		"\tst.global.u64 \t[%rd5+56], %rd8;\n"
-		"\tsetp.ne.u32 \t%p3, %r4, 0;\n"		/* stays: %p3 written twice */
-		"\tbar.red.or.pred \t%p3, 0, %p3;\n"	/* writes %p3 */
-		"\tselp.u32 \t%r17, 1, 0, %p3;\n"		/* stays: reads the barrier's %p3 */
-		"\tst.global.u32 \t[%rd5+64], %r17;\n"
-		"$L__BB0_2:\n\tbar.warp.sync \t%r1;\n"	/* writes nothing: the election stands */
-		"\tret;\n}\n";
-	struct gx_probe_body b;
-	char err[200], *t, *h = NULL;
-
-	CHECK_EQ_INT(gx_probe_body_parse(probes, sizeof(probes) - 1, "gpuext_probe_exit", &b, err,
-					 sizeof(err)), 0);
-	t = inline_hoisted(&b, "S1", &h);
-	CHECK(t != NULL && h != NULL);
-	if (t && h) {
-		const char *a;
-
-		/* moved: declared, renamed, each after what it reads */
-		CHECK_STR_CONTAINS(h, "\t.reg .b32 %S1_h_r5;\n");
-		CHECK_STR_CONTAINS(h, "\t.reg .b64 %S1_h_rd5;\n");
-		a = strstr(h, "mov.u32 \t%S1_h_r3, %ntid.x;");
-		CHECK(a && strstr(h, "mov.u32 \t%S1_h_r4, %tid.y;") &&
-		      strstr(h, "mad.lo.s32 \t%S1_h_r5, %S1_h_r4, %S1_h_r3, 7;") > a);
-		CHECK(strstr(h, "add.s64 \t%S1_h_rd5, %S1_h_rd3, %S1_h_rd4;") >
-		      strstr(h, "ld.const.u64 \t%S1_h_rd3, [%S1_h_rd2+8];"));
-		CHECK_STR_CONTAINS(h, "mov.b64 %S1_h_rd2, %S1_h_rd7;");
-		/* gone from the site, which reads the moved value by its new name */
-		CHECK(!strstr(t, "%ntid.x") && !strstr(t, "%tid.y") && !strstr(t, "mad.lo"));
-		CHECK_STR_CONTAINS(t, "ld.global.u32 \t%r8, [%S1_h_rd5];");
-		/* constants: the site keeps its own */
-		CHECK_STR_CONTAINS(t, "ld.const.u64 \t%rd3, [%rd2+8];");
-		CHECK_STR_CONTAINS(t, "mov.b64 %rd2, %rd7;");
-		/* stays */
-		CHECK_STR_CONTAINS(t, "activemask.b32 \t%r1;");
-		CHECK_STR_CONTAINS(t, "mov.u32 \t%r2, %lanemask_lt;");
-		CHECK_STR_CONTAINS(t, "mov.u64 \t%rd6, %globaltimer;");
-		CHECK_STR_CONTAINS(t, "mov.u32 \t%r12, %smid;");
-		CHECK_STR_CONTAINS(t, "@%p1 add.s32 \t%r6, %S1_h_r5, 1;");
-		CHECK_STR_CONTAINS(t, "add.s32 \t%r7, %S1_h_r5, 2;");
-		CHECK_STR_CONTAINS(t, "add.s32 \t%r9, %r8, 1;");
-		CHECK_STR_CONTAINS(t, "mov.u32 t, %ctaid.x;");
-		CHECK_STR_CONTAINS(t, "mov.u32 %r10, t;");
-		CHECK_STR_CONTAINS(t, "add.cc.u32 \t%r13, %S1_h_r3, 1;");
-		CHECK_STR_CONTAINS(t, "mov.u32 \t%r15, %ctaid.y; mov.u32 \t%r16, %ctaid.z;");
-		CHECK_STR_CONTAINS(t, "mov.u64 \t%rd8, loc;");
-		CHECK_STR_CONTAINS(t, "mov.b64 %rd1, %k;");
-		CHECK_STR_CONTAINS(t, "setp.ne.u32 \t%p3, %S1_h_r4, 0;");
-		CHECK_STR_CONTAINS(t, "selp.u32 \t%r17, 1, 0, %p3;");
-		CHECK(!strstr(h, "lanemask") && !strstr(h, "globaltimer") && !strstr(h, "%smid") &&
-		      !strstr(h, "ld.global") && !strstr(h, "%r7") && !strstr(h, "%p1") &&
-		      !strstr(h, "t, ") && !strstr(h, ".cc") && !strstr(h, "%ctaid") &&
-		      !strstr(h, "loc"));
-	}
-	free(t);
-	free(h);
-	gx_probe_body_free(&b);
-	/*
-	 * A branch on activemask alone (a vote: the same for the whole warp) ends
-	 * the region like any other; so does one on %laneid. Constants nothing
-	 * moved reads are not written at the start at all.
-	 */
-	{
-		static const char vote[] =
-			".func gpuext_probe_exit(\n\t.param .b64 p_0\n)\n{\n"
-			"\t.reg .pred \t%p<3>;\n\t.reg .b32 \t%r<6>;\n\t.reg .b64 \t%rd<4>;\n"
-			"\tld.param.b64 \t%rd1, [p_0];\n"
-			"\tmov.b64 \t%rd2, gpuext_rt_maps;\n"	/* a constant nothing moved reads */
-			"\tld.const.u64 \t%rd3, [%rd2];\n"
-			"\tactivemask.b32 \t%r1;\n\tsetp.ne.b32 \t%p1, %r1, -1;\n"
-			"\t@%p1 bra \t$L__BB0_2;\n"
-			"\tmov.u32 \t%r2, %ctaid.x;\n"
-			"\tst.global.u32 \t[%rd3], %r2;\n"
-			"$L__BB0_2:\n\tmov.u32 \t%r3, %laneid;\n\tsetp.lt.u32 \t%p2, %r3, 4;\n"
-			"\t@%p2 bra \t$L__BB0_3;\n\tmov.u32 \t%r4, %ctaid.y;\n"
-			"\tst.global.u32 \t[%rd1], %r4;\n$L__BB0_3:\n\tret;\n}\n";
-
-		t = hoist_src(vote, sizeof(vote) - 1, "S5", &h);
-		CHECK(t && h && !strcmp(h, "") && strstr(t, "mov.u32 \t%r2, %ctaid.x;") &&
-		      strstr(t, "mov.u32 \t%r4, %ctaid.y;") &&
-		      strstr(t, "ld.const.u64 \t%rd3, [%rd2];"));
-		free(t);
-		free(h);
-	}
-	/*
-	 * A register read on a line above the one that writes it (a rotated
-	 * loop, say; in SSA the one write still comes first on every path):
-	 * the moved lines go out in an order where each follows its sources.
-	 */
-	{
-		static const char loop[] =
-			".func gpuext_probe_exit(\n\t.param .b64 p_0\n)\n{\n"
-			"\t.reg .b32 \t%r<4>;\n\t.reg .b64 \t%rd<3>;\n"
-			"\tld.param.b64 \t%rd1, [p_0];\n"
-			"\tmad.lo.s32 \t%r3, %r1, %r2, 7;\n"
-			"\tmov.u32 \t%r1, %ntid.x;\n\tmov.u32 \t%r2, %tid.y;\n"
-			"\tst.global.u32 \t[%rd1], %r3;\n\tret;\n}\n";
-
-		t = hoist_src(loop, sizeof(loop) - 1, "S4", &h);
-		CHECK(t && h && strstr(h, "mov.u32 \t%S4_h_r1, %ntid.x;") &&
-		      strstr(h, "mov.u32 \t%S4_h_r2, %tid.y;") &&
-		      strstr(h, "mad.lo.s32 \t%S4_h_r3, %S4_h_r1, %S4_h_r2, 7;") >
-		      strstr(h, "mov.u32 \t%S4_h_r2, %tid.y;") &&
-		      strstr(t, "st.global.u32 \t[%rd1], %S4_h_r3;") && !strstr(t, "%ntid.x"));
-		free(t);
-		free(h);
-	}
-	/*
-	 * A branch that can skip whole warps (here on %tid.y) ends what may
-	 * move: what follows it runs in few warps, and would run in all of them.
-	 */
-	{
-		static const char skip[] =
-			".func gpuext_probe_exit(\n\t.param .b64 p_0\n)\n{\n"
-			"\t.reg .pred \t%p<3>;\n\t.reg .b32 \t%r<9>;\n\t.reg .b64 \t%rd<4>;\n"
-			"\tld.param.b64 \t%rd1, [p_0];\n"
-			"\tmov.u32 \t%r1, %tid.y;\n\tsetp.ne.u32 \t%p1, %r1, 0;\n"
-			"\tmov.u32 \t%r2, %ctaid.x;\n"
-			"\t@%p1 bra \t$L__BB0_2;\n"
-			"\tmov.u32 \t%r3, %ctaid.y;\n\tmul.wide.u32 \t%rd2, %r3, 8;\n"
-			"\tst.global.u64 \t[%rd1], %rd2;\n\tst.global.u32 \t[%rd1+8], %r2;\n"
-			"$L__BB0_2:\n\tret;\n}\n";
-
-		t = hoist_src(skip, sizeof(skip) - 1, "S3", &h);
-		CHECK(t && h);
-		if (t && h) {
-			/* before the branch: moves; after it: stays */
-			CHECK_STR_CONTAINS(h, "mov.u32 \t%S3_h_r2, %ctaid.x;");
-			CHECK_STR_CONTAINS(t, "mov.u32 \t%r3, %ctaid.y;");
-			CHECK_STR_CONTAINS(t, "mul.wide.u32 \t%rd2, %r3, 8;");
-			CHECK(!strstr(h, "%ctaid.y") && !strstr(h, "mul.wide"));
-		}
-		free(t);
-		free(h);
-	}
-	/*
-	 * Ten 64-bit values of the thread's place, each stored: 20 registers
-	 * would stay live from the start; the site keeps enough of them that
-	 * what it reads of the moved ones fits GX_HOIST_LIVE_MAX.
-	 */
-	{
-		static const char *const sr[10] = { "%tid.x", "%tid.y", "%tid.z", "%ntid.x",
-			"%ntid.y", "%ntid.z", "%ctaid.x", "%ctaid.y", "%ctaid.z", "%nctaid.x" };
-		char body[4096], name[16];
-		size_t o;
-		unsigned units = 0, moved = 0;
-
-		o = (size_t)snprintf(body, sizeof(body), "%s",
-				     ".func gpuext_probe_exit(\n\t.param .b64 p_0\n)\n{\n"
-				     "\t.reg .b32 \t%r<12>;\n\t.reg .b64 \t%rd<24>;\n"
-				     "\tld.param.b64 \t%rd1, [p_0];\n");
-		for (int i = 0; i < 10; i++)
-			o += (size_t)snprintf(body + o, sizeof(body) - o,
-					      "\tmov.u32 \t%%r%d, %s;\n\tmul.wide.u32 \t%%rd%d, %%r%d, 3;\n",
-					      i + 1, sr[i], i + 2, i + 1);
-		for (int i = 0; i < 10; i++)
-			o += (size_t)snprintf(body + o, sizeof(body) - o,
-					      "\tst.global.u64 \t[%%rd1+%d], %%rd%d;\n", 8 * i, i + 2);
-		snprintf(body + o, sizeof(body) - o, "\tret;\n}\n");
-		t = hoist_src(body, strlen(body), "S2", &h);
-		CHECK(t != NULL && h != NULL);
-		for (int i = 0; t && h && i < 10; i++) {
-			snprintf(name, sizeof(name), "%%S2_h_rd%d]", i + 2);
-			name[strlen(name) - 1] = ';';	/* "%S2_h_rdN;" as the site's store reads it */
-			if (strstr(t, name)) {
-				units += 2;
-				moved++;
-			}
-		}
-		CHECK(units <= GX_HOIST_LIVE_MAX);
-		CHECK_EQ_U64(moved, GX_HOIST_LIVE_MAX / 2);	/* as many as fit */
-		free(t);
-		free(h);
-	}
-}
-
-/* The inliner on a body with two exits, a label and its parameters read late. */
-static void test_inline(void)
-{
-	static const char probes[] =
-		".visible .global .align 4 .u32 g;\n"
-		".func gpuext_probe_exit(\n\t.param .b64 p_0,\n\t.param .b64 p_1,\n"
-		"\t.param .b64 p_2,\n\t.param .b64 p_3,\n\t.param .b32 p_4\n)\n{\n"
-		"\t.reg .pred \t%p<2>;\n\t.reg .b32 \t%r<3>;\n\t.reg .b64 \t%rd<2>;\n"
-		"\tld.param.b32 \t%r1, [p_4];\n\tsetp.eq.s32 \t%p1, %r1, 0;\n"
-		"\t@%p1 bra \t$L__BB0_2;\n\tld.param.b64 \t%rd1, [p_2];\n"
-		"\tst.global.u32 \t[g], %r1;\n\tret;\n$L__BB0_2:\n\tret;\n}\n";
-	static const char *const args[GX_PROBE_NARGS] = { "%k", "%g", "%a", "%v", "%s" };
-	static const unsigned bits[GX_PROBE_NARGS] = { 64, 64, 64, 64, 32 };
-	struct gx_probe_body b;
-	char err[200];
-	char *t;
-
-	CHECK_EQ_INT(gx_probe_body_parse(probes, sizeof(probes) - 1, "gpuext_probe_exit", &b, err,
-					 sizeof(err)), 0);
-	CHECK_EQ_INT(b.nparams, 5);
-	CHECK(!strcmp(b.params[0], "p_0") && !strcmp(b.params[4], "p_4"));
-	t = gx_probe_body_inline(&b, args, bits, "X7", NULL, NULL);
-	CHECK(t != NULL);
-	if (t) {
-		static const char want[] = "\t{\t// gpuext: gpuext_probe_exit inlined (hal/nvidia/ptx_inline.c)\n"
-			     "\n\t.reg .pred \t%p<2>;\n\t.reg .b32 \t%r<3>;\n\t.reg .b64 \t%rd<2>;\n"
-			     "\tmov.b32 %r1, %s;\n\tsetp.eq.s32 \t%p1, %r1, 0;\n"
-			     "\t@%p1 bra \t$L__BB0_2_X7;\n\tmov.b64 %rd1, %a;\n"
-			     "\tst.global.u32 \t[g], %r1;\n\tbra $X7_end;\n$L__BB0_2_X7:\n"
-			     "\tbra $X7_end;\n$X7_end:\n\t}\n";
-
-		test_checks++;
-		if (strcmp(t, want))
-			test_fail(__FILE__, __LINE__, "inlined body:\n%s\nwant:\n%s", t, want);
-		free(t);
-	}
-	gx_probe_body_free(&b);
-	/* A declaration only, or no function at all: an error naming it. */
-	CHECK_EQ_INT(gx_probe_body_parse(".func gpuext_probe_load(.param .b64 a);\n", 40,
-					 "gpuext_probe_load", &b, err, sizeof(err)), -EINVAL);
-	CHECK_STR_CONTAINS(err, "no definition of gpuext_probe_load");
-	CHECK_EQ_INT(gx_probe_body_parse(probes, sizeof(probes) - 1, "gpuext_probe_entry", &b, err,
-					 sizeof(err)), -EINVAL);
-	CHECK_STR_CONTAINS(err, "no definition of gpuext_probe_entry");
-}
-
-static void test_malformed(void)
-{
-#define HDR ".version 8.0\n.target sm_80\n.address_size 64\n"
-	expect_einval("no .version", ".target sm_80\n.address_size 64\n.visible .entry k()\n"
-		      "{\n\tret;\n}\n", "line 3: function k before the .version");
-	expect_einval("no closing brace", HDR "\n.visible .entry k()\n{\n\tret;\n",
-		      "line 5: body of k does not end");
-	expect_einval("missing ';'", HDR ".visible .entry k()\n{\n\t.reg .b32 %r1;\n"
-		      "\tmov.u32 %r1, 1\n}\n", "line 7: '}' inside a statement");
-	expect_einval("open comment", HDR "/* never closed\n.visible .entry k()\n{\n\tret;\n}\n",
-		      "line 4: unterminated /* comment");
-	expect_einval("instruction at top level", HDR "mov.u32 %r1, 1;\n",
-		      "line 4: instruction outside a function");
-	expect_einval("stray brace", HDR "}\n", "line 4: '}' outside a function");
-	expect_einval("bad address", HDR ".visible .entry k(.param .u64 p)\n{\n"
-		      "\t.reg .b32 %r<2>;\n\t.reg .b64 %rd<2>;\n\tld.global.u32 %r1, %rd1;\n"
-		      "\tret;\n}\n", "line 8: ld.global.u32: cannot read the address operand '%rd1'");
-	expect_einval("unterminated string", HDR ".file 1 \"a.cu\n.visible .entry k()\n{\n}\n",
-		      "line 4: unterminated string");
-	expect_einval("bad version", ".version eight\n.target sm_80\n", "line 1: bad .version");
-	expect_einval("32-bit module", ".version 8.0\n.target sm_80\n.address_size 32\n",
-		      "line 3: only 64-bit modules");
-	expect_einval("not PTX", "hello world\n", "line 1: statement \"hello world\" does not end");
-	expect_einval(".version after a kernel", HDR ".visible .entry k()\n{\n\tret;\n}\n"
-		      ".version 7.0\n.target sm_50\n", "line 8: .version after the module's first function");
-	expect_einval("a second .target", HDR ".target sm_90\n", "line 4: .target given twice");
-	expect_einval("no .address_size", ".version 8.0\n.target sm_80\n\n.visible .entry k()\n"
-		      "{\n\tret;\n}\n", "line 4: kernel k: the module has no .address_size 64");
-	{
-		struct gx_pack pk = { .events = 0xf };
-		char err[128], *out = NULL;
-		size_t olen;
-
-		/* A pack claiming probes without their PTX. */
-		CHECK_EQ_INT(gx_ptx_splice(HDR, strlen(HDR), &pk, &out, &olen, NULL, err, sizeof(err)),
-			     -EINVAL);
-		CHECK_STR_CONTAINS(err, "no probe PTX");
-		CHECK_EQ_INT(gx_ptx_splice(NULL, 0, &pk, &out, &olen, NULL, err, sizeof(err)),
-			     -EINVAL);
-	}
-	{
-		/*
-		 * A malformed ld.param that also says .global (a load site) in a
-		 * second kernel. The entry site used to follow it, so its load site
-		 * came first and read the first kernel's parameter name after that
-		 * was freed (fuzz_splice found it; ASan builds failed here), with the
-		 * first kernel's id. Now the entry site comes first, and the load site
-		 * carries this kernel's id and parameter.
-		 */
-		static const char two[] = HDR ".visible .entry first(.param .u64 first_p)\n{\n\tret;\n}\n"
-			".visible .entry second(.param .u64 second_p)\n{\n\t.reg .b64 %rd<3>;\n"
-			"\tld.param.global.u64 %rd1, [%rd2];\n\tret;\n}\n";
-		struct gx_pack pk = { .events = 0xf, .ptx = (char *)hand_probes,
-				      .ptx_len = sizeof(hand_probes) - 1 };
-		char err[128], *out = NULL, id[64];
-		size_t olen;
-
-		CHECK_EQ_INT(gx_ptx_splice(two, sizeof(two) - 1, &pk, &out, &olen, NULL, err, sizeof(err)),
-			     0);
-		if (out) {
-			const char *e2 = strstr(out, ".visible .entry second(");
-
-			snprintf(id, sizeof(id), "mov.u64 %%gxs_d, %llu;",
-				 (unsigned long long)gx_kernel_id("second", 6));
-			const char *ld = e2 ? strstr(e2, "ld.param.global.u64 %rd1, [%rd2];") : NULL;
-
-			CHECK(ld && strstr(e2, id) && strstr(e2, "mov.u64 %gxs_c, second_p;"));
-			CHECK(ld && strstr(e2, "gpuext_probe_entry inlined") < ld);
-			CHECK_EQ_INT(count_str(e2, id), 3);	/* load, entry, exit sites */
-			CHECK(!strstr(e2, "first_p"));
-		}
-		free(out);
-	}
-#undef HDR
-}
 
 static bool find_tool(char *out, size_t len, const char *env, const char *def)
 {
@@ -1666,9 +1253,6 @@ int main(void)
 	test_details(&packs[0].pack);
 	test_const_bank(npacks > 1 ? &packs[1].pack : NULL);
 	test_l2keep(npacks > 2 ? &packs[2].pack : NULL);
-	test_malformed();
-	test_inline();
-	test_hoist();
 	/* The preload's own kernels assemble too: the ring drain's tidy kernel (nv_maps.c). */
 	CHECK(assemble(nv_tidy_ptx(), strlen(nv_tidy_ptx()), "sm_80", "ring tidy kernel"));
 	CHECK(assemble(nv_tidy_ptx(), strlen(nv_tidy_ptx()), "sm_90", "ring tidy kernel"));
