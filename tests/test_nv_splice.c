@@ -1090,6 +1090,21 @@ static void test_l2keep(const struct gx_pack *emitted)
 		free(out);
 		out = NULL;
 	}
+	{	/*
+		 * A ';' in a (malformed) guard before the atom: the ';' that ends the
+		 * instruction is the one after its type. It was the first of the line,
+		 * and the copy between the type and it had a negative size (fuzz_splice).
+		 */
+		static const char semi[] = "\t@!%ld.;lobal.nc.f32\tatom.global.add.u32 %r8, [%rd2], 1;\n";
+		static const char semi_want[] = "\t@!%ld.;lobal.nc.f32\tatom.global.add.L2::cache_hint.u32 "
+						"%r8, [%rd2], 1, 0x0000000000000001;\n";
+
+		CHECK_EQ_INT(gx_ptx_probes_l2keep(semi, sizeof(semi) - 1, 1, &out, &olen, &n), 0);
+		CHECK_EQ_INT(n, 1);
+		CHECK(out && olen == strlen(out) && !strcmp(out, semi_want));
+		free(out);
+		out = NULL;
+	}
 	if (!emitted)
 		return;
 	CHECK_EQ_INT(gx_ptx_probes_l2keep(emitted->ptx, emitted->ptx_len, 0x14f0000000000000ull,

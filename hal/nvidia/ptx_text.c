@@ -346,7 +346,8 @@ static bool l2keep_line(const char *l, size_t n, size_t *dot, size_t *semi)
 		m++;
 	if (!l2keep_type(l + ty, m + 1 - ty))	/* exactly OP.TYPE: nothing else qualified */
 		return false;
-	s = memchr(l, ';', n);
+	/* the ';' that ends this instruction, after its type (a malformed guard may hold one too) */
+	s = memchr(l + m, ';', n - m);
 	if (!s || memmem(l, n, "L2::", 4))
 		return false;
 	*dot = ty - 1;
