@@ -285,9 +285,9 @@ static void splice_one(const char *what, const char *ptx, size_t len, const stru
 	CHECK_EQ_INT(count_str(out, "// gpuext: gpuext_probe_exit inlined"), st.exit_sites);
 	CHECK_EQ_INT(count_str(out, "// gpuext: gpuext_probe_load inlined"), st.load_sites);
 	CHECK_EQ_INT(count_str(out, "// gpuext: gpuext_probe_store inlined"), st.store_sites);
-	/* Each site's lanes reconverge after its body, but for an exit's, which the ret follows. */
+	/* A load or store site's lanes reconverge after its body (ptx_splice.c, emit_site). */
 	CHECK_EQ_INT(count_str(out, "\tbar.warp.sync %gxs_m;\n"),
-		     st.entry_sites + st.load_sites + st.store_sites);
+		     st.load_sites + st.store_sites);
 	/* Inlined, never called: cuLink's relocatable JIT would not inline a call. */
 	CHECK(!strstr(out, "call gpuext_probe_"));
 	/* One entry call per kernel, and no context in local memory (the probes build it). */

@@ -407,8 +407,69 @@ static void test_malformed(void)
 #undef HDR
 }
 
+/*
+ * gx_ptx_has_back_branch, and what it decides: the entry site waits for its
+ * lanes (bar.warp.sync) only when the entry probe's body loops (ptx_splice.c,
+ * emit_site says why the wait costs a loop-free entry probe the whole kernel,
+ * and why a loop needs it).
+ */
+static void test_entry_sync(void)
+{
+	static const char kernel[] =
+		".version 7.8\n.target sm_80\n.address_size 64\n"
+		".visible .entry k(.param .u64 p)\n{\n\t.reg .b64 %rd<3>;\n"
+		"\tld.param.u64 %rd1, [p];\n\tcvta.to.global.u64 %rd2, %rd1;\n"
+		"\tst.global.u32 [%rd2], 1;\n\tret;\n}\n";
+#define ENTRY_HEAD ".func gpuext_probe_entry(.param .b64 e_k, .param .b64 e_g, .param .b64 e_a, " \
+		   ".param .b64 e_v, .param .b32 e_s)\n{\n\t.reg .pred %p<2>;\n\t.reg .b64 %rd<4>;\n"
+	static const char straight[] = ENTRY_HEAD
+		"\tld.param.u64 %rd1, [e_k];\n\tsetp.eq.u64 %p1, %rd1, 0;\n\t@%p1 bra $L__BB0_2;\n"
+		"\tatom.global.add.u64 %rd2, [%rd1], 1;\n$L__BB0_2:\n\tret;\n}\n";
+	static const char loop[] = ENTRY_HEAD
+		"\tld.param.u64 %rd1, [e_k];\n$L__BB0_1:\n\tatom.global.cas.b64 %rd2, [%rd1], 0, 1;\n"
+		"\tsetp.ne.u64 %p1, %rd2, 0;\n\t@%p1 bra $L__BB0_1;\n\tret;\n}\n";
+#undef ENTRY_HEAD
+	const char *packs[2] = { straight, loop };
+
+	/* forward branches only, and labels that share a prefix with the branch's target */
+	CHECK(!gx_ptx_has_back_branch(""));
+	CHECK(!gx_ptx_has_back_branch("\t@%p1 bra \t$L1;\n\tmov.u32 %r1, 1;\n$L1:\n\tret;\n"));
+	CHECK(!gx_ptx_has_back_branch("$L10:\n\tbra.uni $L1;\n$L1:\n"));
+	CHECK(!gx_ptx_has_back_branch("$L1:\n\tbra.uni $L10;\n$L10:\n"));
+	/* back: plain, guarded, negated guard, .uni, an indirect branch */
+	CHECK(gx_ptx_has_back_branch("$L1:\n\tadd.s32 %r1, %r1, 1;\n\tbra $L1;\n"));
+	CHECK(gx_ptx_has_back_branch("$L__BB0_3_gxs_I3:\n\t@%p2 bra \t$L__BB0_3_gxs_I3;\n"));
+	CHECK(gx_ptx_has_back_branch("  $L2:\n\t@!%p2 bra.uni $L2; // again\n"));
+	CHECK(gx_ptx_has_back_branch("\tbrx.idx %r1, $T;\n"));
+	/* a label named in a comment or an operand is no definition */
+	CHECK(!gx_ptx_has_back_branch("\tmov.u32 %r1, $L5; // $L5:\n\tbra $L5;\n$L5:\n"));
+	for (int i = 0; i < 2; i++) {
+		struct gx_pack pack;
+		struct gx_splice_stats st;
+		char err[256] = "", *out = NULL;
+		size_t olen = 0;
+
+		memset(&pack, 0, sizeof(pack));
+		pack.events = 1u << GX_PROBE_ENTRY;
+		pack.ptx = (char *)packs[i];
+		pack.ptx_len = strlen(packs[i]);
+		CHECK_EQ_INT(gx_ptx_splice(kernel, sizeof(kernel) - 1, &pack, &out, &olen, &st, err,
+					   sizeof(err)), 0);
+		if (!out) {
+			fprintf(stderr, "entry sync splice %d: %s\n", i, err);
+			continue;
+		}
+		CHECK_EQ_INT(st.entry_sites, 1);
+		CHECK_EQ_INT(count_str(out, "// gpuext: gpuext_probe_entry inlined"), 1);
+		CHECK_EQ_INT(count_str(out, "\tbar.warp.sync %gxs_m;\n"), i);
+		CHECK_EQ_INT(count_str(out, "\tactivemask.b32 %gxs_m;\n"), i);
+		free(out);
+	}
+}
+
 int main(void)
 {
+	test_entry_sync();
 	test_malformed();
 	test_inline();
 	test_hoist();

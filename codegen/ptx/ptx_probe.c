@@ -317,11 +317,14 @@ static int wrapper_ir(size_t *cnt, uint32_t (*guard)[GPUEXT_PTX_MAX_PROGS],
 		 * together (ptx_splice.c, emit_site). Not at an exit, where every
 		 * lane's next instruction ends it: there the wait only held the
 		 * warp's slot (hand-edited stencil under threadhist, H100: 1.084x
-		 * with it and the splicer's own, 1.076x without either).
+		 * with it and the splicer's own, 1.076x without either). Nor at the
+		 * entry, where the lanes arrive together and ptxas reconverges them
+		 * after the leader's branch itself; a barrier there cost every load
+		 * of the kernel two R2UR (ptx_splice.c, emit_site, says how much).
 		 */
 		if (!per_thread)
 			W("  br label %%join\n"
-			  "join:\n%s", e == GPUEXT_PTX_PROBE_EXIT ? "" :
+			  "join:\n%s", e == GPUEXT_PTX_PROBE_EXIT || e == GPUEXT_PTX_PROBE_ENTRY ? "" :
 			  "  call void @llvm.nvvm.bar.warp.sync(i32 %mask)\n");
 		W("  ret void\n}\n");
 	}

@@ -293,7 +293,7 @@ static void emit_site(struct splicer *s, int ev, bool mem, unsigned size)
 	char regs[GX_PROBE_NARGS][32], sfx[48];
 	const char *args[GX_PROBE_NARGS];
 	char *text, *hoisted;
-	bool hoist, local;
+	bool hoist, local, need_sync;
 
 	snprintf(regs[0], sizeof(regs[0]), "%%%s_d", p);
 	snprintf(regs[1], sizeof(regs[1]), "%%%s_c", p);
@@ -394,11 +394,27 @@ static void emit_site(struct splicer *s, int ev, bool mem, unsigned size)
 	 * stayed split, so every later site ran once per piece: ncu on H100
 	 * showed memtrace's second site executed twice per warp, its third
 	 * three times, with 16 and 10 lanes on average.
+	 *
+	 * Not at an exit site, which the ret follows, nor at an entry site
+	 * whose body has no loop: at the kernel's top every lane of the warp
+	 * arrives together, and the probe's branch on the lane is an if that
+	 * ptxas closes with its own reconvergence (BSSY/BSYNC). There the
+	 * barrier cost the whole kernel: bar.warp.sync on a register mask needs
+	 * the mask in a uniform register, and ptxas then moved the kernel's
+	 * memory descriptor out of the uniform ones, so every load of the app's
+	 * loops paid two R2UR (sm_90 SASS of the decode step's GEMV). An empty
+	 * entry probe cost the decode step 1.018x with the barrier and 1.000x
+	 * without; smload 1.028x and 1.013x (H100, in-process A/B, 30 quads).
+	 * A body with a loop (a ring's CAS) keeps it: without, ptxas left the
+	 * warp split after the loop, and the whole kernel ran in pieces (an
+	 * entry ring probe: 1.116x with the barrier, 1.200x without).
 	 */
-	if (ev != GX_PROBE_EXIT)	/* after an exit site comes the ret: no barrier */
+	need_sync = ev == GX_PROBE_LOAD || ev == GX_PROBE_STORE ||
+		    (ev == GX_PROBE_ENTRY && gx_ptx_has_back_branch(text));
+	if (need_sync)
 		oprintf(&s->out, "\tactivemask.b32 %%%s_m;\n", p);
 	oput(&s->out, text, strlen(text));
-	if (ev != GX_PROBE_EXIT)
+	if (need_sync)
 		oprintf(&s->out, "\tbar.warp.sync %%%s_m;\n", p);
 	free(text);
 	if (s->guard[ev])

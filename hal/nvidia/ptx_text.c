@@ -290,6 +290,64 @@ int gx_ptx_probes_in_global(const char *ptx, size_t n, char **out, size_t *out_l
 	return 0;
 }
 
+static bool label_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '$' || c == '%';
+}
+
+bool gx_ptx_has_back_branch(const char *t)
+{
+	const char **seen = NULL;	/* the labels defined so far (each up to its ':') */
+	size_t nseen = 0, cap = 0;
+	bool back = false;
+
+	for (const char *l = t; l && *l && !back;) {
+		const char *nl = strchr(l, '\n'), *e = nl ? nl : l + strlen(l), *p = l, *q;
+
+		while (p < e && (*p == ' ' || *p == '\t'))
+			p++;
+		for (q = p; q < e && label_char(*q); q++)
+			;
+		if (q > p && q < e && *q == ':') {	/* "NAME:" */
+			if (nseen == cap) {
+				const char **g = realloc(seen, (cap ? cap * 2 : 16) * sizeof(*seen));
+
+				if (!g) {	/* no memory: say "loop", the safe answer */
+					back = true;
+					break;
+				}
+				seen = g;
+				cap = cap ? cap * 2 : 16;
+			}
+			seen[nseen++] = p;
+		} else {
+			if (p < e && *p == '@') {	/* a guard */
+				while (p < e && *p != ' ' && *p != '\t')
+					p++;
+				while (p < e && (*p == ' ' || *p == '\t'))
+					p++;
+			}
+			if (e - p >= 4 && !memcmp(p, "brx", 3) && (p[3] == '.' || p[3] == ' ' || p[3] == '\t')) {
+				back = true;
+			} else if (e - p >= 4 && !memcmp(p, "bra", 3) &&
+				   (p[3] == '.' || p[3] == ' ' || p[3] == '\t')) {
+				const char *semi = memchr(p, ';', (size_t)(e - p)), *a;
+
+				for (q = semi ? semi : e; q > p && !label_char(q[-1]); q--)
+					;
+				for (a = q; a > p && label_char(a[-1]); a--)
+					;
+				for (size_t i = 0; i < nseen && !back && q > a; i++)
+					back = !strncmp(seen[i], a, (size_t)(q - a)) && seen[i][q - a] == ':';
+			}
+		}
+		l = nl ? nl + 1 : NULL;
+	}
+	free(seen);
+	return back;
+}
+
 /* "add" .. "dec": the integer read-modify-writes that take an L2 cache hint here. */
 static bool l2keep_op(const char *op, size_t n)
 {

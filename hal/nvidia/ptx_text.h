@@ -20,6 +20,12 @@ bool gx_ptx_is_decl(const char *t);
 /* May the entry site come after body statement @t (the kernel's prologue)? */
 bool gx_ptx_entry_may_follow(const char *t);
 /*
+ * Does PTX text @t (one statement a line, as the inliner writes a probe's
+ * body) branch back to a label above the branch, or branch indirectly (brx)?
+ * A loop, then, that ptxas may leave the warp split after (ptx_splice.c).
+ */
+bool gx_ptx_has_back_branch(const char *t);
+/*
  * The probes' PTX (@n bytes) with their .const variables and loads moved to
  * the global space. 0 and a malloc'd *@out (*@out_len bytes, NUL-terminated),
  * -ENOMEM, or -E2BIG when something of the constant space would be left.

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * ptxab: the in-process A/B of bench_kernels (ab-decode, ab-stencil) for PTX
+ * files instead of a live `gpuext trace`, to time hand-edited splices: what
+ * a barrier, a load or a store in a probe costs, without rebuilding gpuext.
+ *
+ * Each FILE is the PTX of bench_kernels.cu (nvcc -arch=sm_90 -ptx), spliced
+ * with gpuext-splice (a pack from `gpuext trace TOOL --pack-only --dir D
+ * --kernel '*abp_*'`) and edited or not. Its abr_* kernels (A) and abp_*
+ * kernels (B) run the decode step or the stencil sweep alternately, ABBA,
+ * PAIRS pairs; printed: the median over quads of (B + B) / (A + A) with its
+ * distribution-free 90% interval, and each side's median step in ms. The
+ * probes' maps (gpuext_rt_maps) get device memory: array maps a zeroed
+ * 64 MiB buffer, rings 2048 shards of 64 KiB whose headers are zeroed
+ * before every pair (nothing drains them; a pair never fills a shard).
+ * The text 0xDEADBEEF00000000 in a file becomes the array buffer's address,
+ * for a variant that names it as an immediate. The unspliced PTX measures
+ * the method's noise (1.000, +-0.0004 on an H100).
+ *
+ *   nvcc -O2 -o ptxab bench/gpu/ptxab.cu -lcuda
+ *   ./ptxab decode|stencil PAIRS FILE.ptx...
+ *
+ * bench/gpu/README.md ("Timing a splice by hand") has the steps.
+ */
+#include <cuda.h>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cstdint>
+#include <vector>
+#include <string>
+#include <algorithm>
+
+#define CU(x) do { CUresult r_ = (x); if (r_ != CUDA_SUCCESS) { const char *s_; cuGetErrorString(r_, &s_); \
+	printf("CUDA %s at line %d (%s)\n", s_, __LINE__, #x); exit(1); } } while (0)
+
+struct desc { uint64_t base, aux; uint32_t type, ks, vs, max, stride, slots; };
+
+static std::string slurp(const char *p)
+{
+	FILE *f = fopen(p, "rb");
+	if (!f) { printf("cannot open %s\n", p); exit(1); }
+	std::string s;
+	char b[65536];
+	size_t n;
+	while ((n = fread(b, 1, sizeof(b), f)) > 0)
+		s.append(b, n);
+	fclose(f);
+	return s;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 4) { printf("usage: ptxab decode|stencil PAIRS FILE.ptx...\n"); return 2; }
+	bool dec = !strcmp(argv[1], "decode");
+	int pairs = atoi(argv[2]);
+	CU(cuInit(0));
+	CUdevice dev; CU(cuDeviceGet(&dev, 0));
+	CUcontext ctx; CU(cuDevicePrimaryCtxRetain(&ctx, dev)); CU(cuCtxSetCurrent(ctx));
+	const int d = 4096, L = 32, heads = 32, ctxlen = 4096, n = 20480;
+	CUdeviceptr W1[L], W2[L], x, h, att, in = 0, out = 0, arr, rdata, rhdr;
+	std::vector<float> host;
+	auto fill = [&](CUdeviceptr p, size_t cnt, unsigned seed) {
+		host.resize(cnt);
+		for (size_t i = 0; i < cnt; i++)
+			host[i] = ((i * 2654435761u + seed) % 1000) * 1e-3f - 0.5f;
+		CU(cuMemcpyHtoD(p, host.data(), cnt * 4));
+	};
+	if (dec) {
+		for (int l = 0; l < L; l++) {
+			CU(cuMemAlloc(&W1[l], (size_t)d * d * 4)); fill(W1[l], (size_t)d * d, 10 + l);
+			CU(cuMemAlloc(&W2[l], (size_t)d * d * 4)); fill(W2[l], (size_t)d * d, 100 + l);
+		}
+		CU(cuMemAlloc(&x, d * 4)); fill(x, d, 7);
+		CU(cuMemAlloc(&h, d * 4)); fill(h, d, 8);
+		CU(cuMemAlloc(&att, (size_t)heads * ctxlen * 4)); fill(att, (size_t)heads * ctxlen, 9);
+	} else {
+		CU(cuMemAlloc(&in, (size_t)n * n * 4)); fill(in, (size_t)n * n, 3);
+		CU(cuMemAlloc(&out, (size_t)n * n * 4));
+	}
+	const size_t arr_bytes = 64 << 20, shard = 65536, nsh = 2048, hdr_bytes = nsh * 32 + 128 + nsh * 8 + 4096;
+	CU(cuMemAlloc(&arr, arr_bytes)); CU(cuMemsetD8(arr, 0, arr_bytes));
+	CU(cuMemAlloc(&rdata, shard * nsh)); CU(cuMemsetD8(rdata, 0, shard * nsh));
+	CU(cuMemAlloc(&rhdr, hdr_bytes));
+	CUevent e0, e1; CU(cuEventCreate(&e0, 0)); CU(cuEventCreate(&e1, 0));
+	printf("%-40s %-8s %8s  %-18s %9s %9s\n", "module", "work", "ratio", "90% interval", "A ms", "B ms");
+	for (int a = 3; a < argc; a++) {
+		std::string ptx = slurp(argv[a]);
+		for (size_t at; (at = ptx.find("0xDEADBEEF00000000")) != std::string::npos;) {	/* the array's address */
+			char imm[24];
+			snprintf(imm, sizeof(imm), "0x%016llx", (unsigned long long)arr);
+			ptx.replace(at, 18, imm);
+		}
+		CUmodule mod;
+		char log[8192] = "";
+		CUjit_option o[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+		void *ov[2] = {log, (void *)(uintptr_t)sizeof(log)};
+		if (cuModuleLoadDataEx(&mod, ptx.c_str(), 2, o, ov) != CUDA_SUCCESS) {
+			printf("%s: load failed: %s\n", argv[a], log);
+			continue;
+		}
+		CUdeviceptr g; size_t gs = 0;
+		std::vector<desc> ds;
+		if (cuModuleGetGlobal(&g, &gs, mod, "gpuext_rt_maps") == CUDA_SUCCESS && gs >= sizeof(desc)) {
+			ds.resize(gs / sizeof(desc));
+			CU(cuMemcpyDtoH(ds.data(), g, ds.size() * sizeof(desc)));
+			for (auto &m : ds) {
+				if (m.type == 2 || m.type == 6)
+					m.base = arr;
+				else if (m.type == 27) {
+					m.base = rdata; m.aux = rhdr; m.max = shard; m.slots = nsh;
+				}
+			}
+			CU(cuMemcpyHtoD(g, ds.data(), ds.size() * sizeof(desc)));
+		}
+		CUfunction f[2][4];
+		const char *nm[2][4] = {{"_Z13abr_layernormPKfPfi", "_Z8abr_gemvPKfS0_Pfi", "_Z11abr_softmaxPfi", "_Z11abr_stencilPKfPfi"},
+					{"_Z13abp_layernormPKfPfi", "_Z8abp_gemvPKfS0_Pfi", "_Z11abp_softmaxPfi", "_Z11abp_stencilPKfPfi"}};
+		for (int b = 0; b < 2; b++)
+			for (int k = 0; k < 4; k++)
+				CU(cuModuleGetFunction(&f[b][k], mod, nm[b][k]));
+		auto step = [&](int b) {
+			if (dec) {
+				int dd = d, cl = ctxlen;
+				for (int l = 0; l < L; l++) {
+					void *a0[] = {&x, &h, &dd};
+					CU(cuLaunchKernel(f[b][0], 1, 1, 1, 256, 1, 1, 0, 0, a0, 0));
+					void *a1[] = {&W1[l], &h, &x, &dd};
+					CU(cuLaunchKernel(f[b][1], d, 1, 1, 256, 1, 1, 0, 0, a1, 0));
+					void *a2[] = {&att, &cl};
+					CU(cuLaunchKernel(f[b][2], heads, 1, 1, 256, 1, 1, 0, 0, a2, 0));
+					void *a3[] = {&W2[l], &x, &h, &dd};
+					CU(cuLaunchKernel(f[b][1], d, 1, 1, 256, 1, 1, 0, 0, a3, 0));
+				}
+			} else {
+				int nn = n;
+				void *a0[] = {&in, &out, &nn};
+				CU(cuLaunchKernel(f[b][3], n / 32, n / 8, 1, 32, 8, 1, 0, 0, a0, 0));
+			}
+		};
+		auto timed = [&](int b) {
+			CU(cuEventRecord(e0, 0));
+			step(b);
+			CU(cuEventRecord(e1, 0));
+			CU(cuEventSynchronize(e1));
+			float ms;
+			CU(cuEventElapsedTime(&ms, e0, e1));
+			return (double)ms;
+		};
+		CU(cuMemsetD8(rhdr, 0, hdr_bytes));
+		step(0); step(1); step(0); step(1);
+		CU(cuCtxSynchronize());
+		std::vector<double> ta, tb, q;
+		double pa = 0, pb = 0;
+		for (int r = 0; r < pairs; r++) {
+			CU(cuMemsetD8(rhdr, 0, hdr_bytes));
+			bool bf = r & 1;
+			double t1 = timed(bf), t2 = timed(!bf);
+			double A = bf ? t2 : t1, B = bf ? t1 : t2;
+			ta.push_back(A); tb.push_back(B);
+			if (r & 1)
+				q.push_back((B + pb) / (A + pa));
+			pa = A; pb = B;
+		}
+		std::sort(q.begin(), q.end()); std::sort(ta.begin(), ta.end()); std::sort(tb.begin(), tb.end());
+		int nq = q.size(), l = 1;
+		double pmf = 1, cdf;
+		for (int i = 0; i < nq; i++) pmf *= 0.5;
+		cdf = pmf;
+		for (;;) {
+			double next = pmf * (nq - l + 1) / l;
+			if (l + 1 > (nq + 1) / 2 || cdf + next > 0.05) break;
+			pmf = next; cdf += pmf; l++;
+		}
+		const char *base = strrchr(argv[a], '/');
+		printf("%-40s %-8s %8.4f  [%.4f, %.4f] %9.4f %9.4f\n", base ? base + 1 : argv[a], argv[1], q[nq / 2],
+		       q[l - 1], q[nq - l], ta[ta.size() / 2], tb[tb.size() / 2]);
+		fflush(stdout);
+		CU(cuModuleUnload(mod));
+	}
+	return 0;
+}
