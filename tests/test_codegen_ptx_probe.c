@@ -584,6 +584,17 @@ static void test_guards(void)
 		/* guard_exit_first checks block (0,0,0) in the wrapper: the ctaid reads are there. */
 		fx = func_text(text, "gpuext_probe_exit");
 		CHECK(fx && strstr(fx, "%ctaid.x") && strstr(fx, "%ctaid.z"));
+		/*
+		 * What a site's guard tested is a constant in its programs' context:
+		 * guard_exit_warp0's warp_id test folds away with its %tid reads,
+		 * guard_entry's block_id test with its %ctaid reads.
+		 */
+		CHECK(fx && !strstr(fx, "%tid."));
+		free(fx);
+		fx = func_text(text, "gpuext_probe_entry");
+		CHECK(fx && !strstr(fx, "%ctaid."));
+		/* no barrier in an entry wrapper (ptx_probe.c, wrapper_ir) */
+		CHECK(fx && !strstr(fx, "bar.warp.sync"));
 		free(fx);
 		free(text);
 	}

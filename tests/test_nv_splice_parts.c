@@ -441,6 +441,10 @@ static void test_entry_sync(void)
 	CHECK(gx_ptx_has_back_branch("$L__BB0_3_gxs_I3:\n\t@%p2 bra \t$L__BB0_3_gxs_I3;\n"));
 	CHECK(gx_ptx_has_back_branch("  $L2:\n\t@!%p2 bra.uni $L2; // again\n"));
 	CHECK(gx_ptx_has_back_branch("\tbrx.idx %r1, $T;\n"));
+	/* a call: the callee may loop, and this text does not show it */
+	CHECK(gx_ptx_has_back_branch("\t@%p1 call.uni f, (%r1);\n"));
+	CHECK(gx_ptx_has_back_branch("\tcall (%r2), g, (%r1);\n"));
+	CHECK(!gx_ptx_has_back_branch("\tmov.u32 %r1, %callee;\n\tbrxfoo: \n"));
 	/* a label named in a comment or an operand is no definition */
 	CHECK(!gx_ptx_has_back_branch("\tmov.u32 %r1, $L5; // $L5:\n\tbra $L5;\n$L5:\n"));
 	for (int i = 0; i < 2; i++) {

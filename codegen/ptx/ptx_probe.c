@@ -266,14 +266,28 @@ static int wrapper_ir(size_t *cnt, uint32_t (*guard)[GPUEXT_PTX_MAX_PROGS],
 		  "  store i32 %d, ptr %%f_ev, align 4\n",
 		  FIELD(kernel_id), FIELD(timer_ns), FIELD(addr), FIELD(value), FIELD(size),
 		  FIELD(event), e);
+		/*
+		 * What the site's guard already tested is a constant here: under
+		 * probe/EVENT/warp0 (and /first) every program of the event runs in
+		 * warp 0 only, so its warp_id is 0; under block0, block_id is
+		 * (0,0,0). A program's own "if (ctx->warp_id != 0) return 0" (the
+		 * verifier wants its ring submissions under warp-uniform control) then
+		 * folds away, with the three %tid reads it needed: at an exit they
+		 * held each block's warp 0 on its way out (an exit probe's way to its
+		 * store cost the decode step 1.8 points, bench/gpu/README.md).
+		 */
 		for (size_t v = 0; v < 4; v++)
-			for (int d = 0; d < 3; d++)
+			for (int d = 0; d < 3; d++) {
+				bool zero = !strcmp(vec3[v].sreg, "ctaid") &&
+					    (site[e] & GPUEXT_PTX_GUARD_BLOCK0);
+
 				W("  %%%s_%s = call i32 @llvm.nvvm.read.ptx.sreg.%s.%s()\n"
 				  "  %%f_%s_%s = getelementptr inbounds i8, ptr %%ctx, i64 %u\n"
-				  "  store i32 %%%s_%s, ptr %%f_%s_%s, align 4\n",
+				  "  store i32 %s%s%s%s, ptr %%f_%s_%s, align 4\n",
 				  vec3[v].sreg, xyz[d], vec3[v].sreg, xyz[d], vec3[v].sreg, xyz[d],
-				  vec3[v].off + 4u * (unsigned)d, vec3[v].sreg, xyz[d], vec3[v].sreg,
-				  xyz[d]);
+				  vec3[v].off + 4u * (unsigned)d, zero ? "0" : "%", zero ? "" : vec3[v].sreg,
+				  zero ? "" : "_", zero ? "" : xyz[d], vec3[v].sreg, xyz[d]);
+			}
 		/* warp = linear thread index / 32 (not %warpid, which names a hardware slot) */
 		W("  %%lane = call i32 @llvm.nvvm.read.ptx.sreg.laneid()\n"
 		  "  %%f_lane = getelementptr inbounds i8, ptr %%ctx, i64 %u\n"
@@ -284,7 +298,7 @@ static int wrapper_ir(size_t *cnt, uint32_t (*guard)[GPUEXT_PTX_MAX_PROGS],
 		  "  %%lt4 = add i32 %%lt3, %%tid_x\n"
 		  "  %%warp = lshr i32 %%lt4, 5\n"
 		  "  %%f_warp = getelementptr inbounds i8, ptr %%ctx, i64 %u\n"
-		  "  store i32 %%warp, ptr %%f_warp, align 4\n"
+		  "  store i32 %s, ptr %%f_warp, align 4\n"
 		  "  %%sm = call i32 asm \"mov.u32 $0, %%smid;\", \"=r\"()\n"
 		  "  %%f_sm = getelementptr inbounds i8, ptr %%ctx, i64 %u\n"
 		  "  store i32 %%sm, ptr %%f_sm, align 4\n"
@@ -293,7 +307,8 @@ static int wrapper_ir(size_t *cnt, uint32_t (*guard)[GPUEXT_PTX_MAX_PROGS],
 		  "  store i32 %%gpu, ptr %%f_gpu, align 4\n"
 		  "  %%f_args = getelementptr inbounds i8, ptr %%ctx, i64 %u\n"
 		  "  store i64 %%args, ptr %%f_args, align 8\n",
-		  FIELD(lane_id), FIELD(warp_id), FIELD(sm_id), FIELD(gpu_id), FIELD(args));
+		  FIELD(lane_id), FIELD(warp_id), site[e] & GPUEXT_PTX_GUARD_WARP0 ? "0" : "%warp",
+		  FIELD(sm_id), FIELD(gpu_id), FIELD(args));
 		/* A program whose section asks for more than the site tests checks the rest itself. */
 		W("  %%gw = icmp ult i32 %%lt4, 32\n"
 		  "  %%gb0 = or i32 %%ctaid_x, %%ctaid_y\n"

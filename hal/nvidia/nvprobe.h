@@ -86,9 +86,10 @@ void gx_cache_key(const void *module_ptx, size_t ptx_len, const uint8_t pack_has
  * hoisted from the sites to the function's start (ptx_inline.c); 7: an
  * exit in a .func body is an exit site; 8: a ret for every branch to a
  * shared one (ptx_exits.c), exit sites neither hoisted nor followed by a
- * warp barrier.
+ * warp barrier; 9: no warp barrier after an entry site whose body has no
+ * loop (ptx_splice.c, emit_site).
  */
-#define GX_SPLICE_VERSION 8
+#define GX_SPLICE_VERSION 9
 /* The comment line a spliced module ends in when loads/stores of its .func bodies got no site. */
 #define GX_SPLICE_UNTRACED "// gpuext-untraced-func-accesses"
 /* "GX_SPLICE_FUNC <name>": one line per .func body given load/store sites, after the module. */

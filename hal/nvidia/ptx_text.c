@@ -296,6 +296,15 @@ static bool label_char(char c)
 	       c == '_' || c == '$' || c == '%';
 }
 
+/* Does the statement at @p (up to @e) have opcode @op, with or without qualifiers? */
+static bool opcode_is(const char *p, const char *e, const char *op)
+{
+	size_t n = strlen(op);
+
+	return (size_t)(e - p) > n && !memcmp(p, op, n) &&
+	       (p[n] == '.' || p[n] == ' ' || p[n] == '\t');
+}
+
 bool gx_ptx_has_back_branch(const char *t)
 {
 	const char **seen = NULL;	/* the labels defined so far (each up to its ':') */
@@ -328,10 +337,9 @@ bool gx_ptx_has_back_branch(const char *t)
 				while (p < e && (*p == ' ' || *p == '\t'))
 					p++;
 			}
-			if (e - p >= 4 && !memcmp(p, "brx", 3) && (p[3] == '.' || p[3] == ' ' || p[3] == '\t')) {
-				back = true;
-			} else if (e - p >= 4 && !memcmp(p, "bra", 3) &&
-				   (p[3] == '.' || p[3] == ' ' || p[3] == '\t')) {
+			if (opcode_is(p, e, "brx") || opcode_is(p, e, "call")) {
+				back = true;	/* indirect, or a callee this text does not show */
+			} else if (opcode_is(p, e, "bra")) {
 				const char *semi = memchr(p, ';', (size_t)(e - p)), *a;
 
 				for (q = semi ? semi : e; q > p && !label_char(q[-1]); q--)

@@ -21,8 +21,9 @@ bool gx_ptx_is_decl(const char *t);
 bool gx_ptx_entry_may_follow(const char *t);
 /*
  * Does PTX text @t (one statement a line, as the inliner writes a probe's
- * body) branch back to a label above the branch, or branch indirectly (brx)?
- * A loop, then, that ptxas may leave the warp split after (ptx_splice.c).
+ * body) branch back to a label above the branch, branch indirectly (brx) or
+ * call a function (whose body it cannot see)? A loop, then, or maybe one,
+ * that ptxas may leave the warp split after (ptx_splice.c).
  */
 bool gx_ptx_has_back_branch(const char *t);
 /*
