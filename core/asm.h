@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The assembler (text in the disassembler's syntax -> struct bpf_insn[])
- * and the ISA test corpus reader (tests/isa/\*.isa) built on it. Internal to
- * libgpuext: the unit tests, the conformance plugin and the backends use it
- * to run the same corpus.
+ * The assembler (text in the disassembler's syntax -> struct bpf_insn[],
+ * asm.c) and the ISA test corpus reader (tests/isa/\*.isa, isa_corpus.c)
+ * built on it. Internal to libgpuext: the unit tests, the conformance plugin
+ * and the backends use it to run the same corpus.
  *
  * Syntax: one instruction per line, exactly as gpuext_disasm_insn() prints
  * it (so asm(disasm(x)) == x), plus

@@ -2,7 +2,7 @@
 /*
  * The ISA corpus runner: every case of tests/isa/\*.isa, assembled, run in
  * the reference interpreter and checked; plus a disasm -> asm round trip of
- * each program. The corpus reader is in core/asm.c (isa_corpus_load_dir,
+ * each program. The corpus reader is in core/isa_corpus.c (isa_corpus_load_dir,
  * isa_case_env_init) so that the conformance plugin, the JIT and the
  * PTX/SPIR-V backends run the same cases.
  *
