@@ -106,6 +106,18 @@ int isa_corpus_parse(struct isa_corpus *c, const char *text, const char *family,
 		     char *err, size_t err_len);
 /* Loads every *.isa file of @dir (sorted by name). */
 int isa_corpus_load_dir(struct isa_corpus *c, const char *dir, char *err, size_t err_len);
+/*
+ * Every file DIR/\*SUFFIX in name order: @parse(@c, its text, its name less
+ * SUFFIX, @err, @err_len), stopping at the first that fails (its error is
+ * returned). -ENOENT when DIR holds none. The ISA corpus and the verifier
+ * corpus (tests/verifier_corpus.c) load through it.
+ */
+int isa_corpus_each_file(const char *dir, const char *suffix,
+			 int (*parse)(void *c, const char *text, const char *stem, char *err,
+				      size_t err_len),
+			 void *c, char *err, size_t err_len);
+/* "array", "percpu_array", "hash", "lru_hash", "ringbuf" -> BPF_MAP_TYPE_*; 0 for another name. */
+uint32_t isa_map_type_by_name(const char *name);
 void isa_corpus_free(struct isa_corpus *c);
 
 /*

@@ -123,18 +123,20 @@ static bool parse_u64_word(const char *p, uint64_t *out)
 	return true;
 }
 
-static uint32_t map_type_by_name(const char *t)
+uint32_t isa_map_type_by_name(const char *name)
 {
-	if (!strcmp(t, "array"))
-		return BPF_MAP_TYPE_ARRAY;
-	if (!strcmp(t, "percpu_array"))
-		return BPF_MAP_TYPE_PERCPU_ARRAY;
-	if (!strcmp(t, "hash"))
-		return BPF_MAP_TYPE_HASH;
-	if (!strcmp(t, "lru_hash"))
-		return BPF_MAP_TYPE_LRU_HASH;
-	if (!strcmp(t, "ringbuf"))
-		return BPF_MAP_TYPE_RINGBUF;
+	static const struct {
+		const char *name;
+		uint32_t type;
+	} types[] = {
+		{ "array", BPF_MAP_TYPE_ARRAY }, { "percpu_array", BPF_MAP_TYPE_PERCPU_ARRAY },
+		{ "hash", BPF_MAP_TYPE_HASH },   { "lru_hash", BPF_MAP_TYPE_LRU_HASH },
+		{ "ringbuf", BPF_MAP_TYPE_RINGBUF },
+	};
+
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (!strcmp(types[i].name, name))
+			return types[i].type;
 	return 0;
 }
 
@@ -148,7 +150,7 @@ static bool parse_map_line(struct isa_case *tc, char *p)
 	if (sscanf(p, "%63s %31s key=%u value=%u entries=%u%n", name, type, &m.key_size,
 		   &m.value_size, &m.max_entries, &used) != 5 || p[used])
 		return false;
-	m.type = map_type_by_name(type);
+	m.type = isa_map_type_by_name(type);
 	if (!m.type)
 		return false;
 	memcpy(m.name, name, sizeof(name));
@@ -402,32 +404,37 @@ static int name_cmp(const struct dirent **a, const struct dirent **b)
 	return strcmp((*a)->d_name, (*b)->d_name);
 }
 
-int isa_corpus_load_dir(struct isa_corpus *c, const char *dir, char *err, size_t err_len)
+int isa_corpus_each_file(const char *dir, const char *suffix,
+			 int (*parse)(void *c, const char *text, const char *stem, char *err,
+				      size_t err_len),
+			 void *c, char *err, size_t err_len)
 {
+	size_t sl = strlen(suffix);
 	struct dirent **ents;
 	int n, ret = 0, files = 0;
 
 	n = scandir(dir, &ents, NULL, name_cmp);
 	if (n < 0) {
+		ret = -errno;
 		snprintf(err, err_len, "cannot read %s: %s", dir, strerror(errno));
-		return -errno;
+		return ret;
 	}
 	for (int i = 0; i < n; i++) {
 		const char *nm = ents[i]->d_name;
 		size_t len = strlen(nm);
-		char path[4096], family[256], *text = NULL;
+		char path[4096], stem[256], *text = NULL;
 		FILE *f;
 		long sz;
 
-		if (ret || len < 5 || strcmp(nm + len - 4, ".isa") || len - 4 >= sizeof(family))
+		if (ret || len <= sl || strcmp(nm + len - sl, suffix) || len - sl >= sizeof(stem))
 			goto next;
 		snprintf(path, sizeof(path), "%s/%s", dir, nm);
-		memcpy(family, nm, len - 4);
-		family[len - 4] = '\0';
+		memcpy(stem, nm, len - sl);
+		stem[len - sl] = '\0';
 		f = fopen(path, "rb");
 		if (!f) {
-			snprintf(err, err_len, "cannot open %s: %s", path, strerror(errno));
 			ret = -errno;
+			snprintf(err, err_len, "cannot open %s: %s", path, strerror(errno));
 			goto next;
 		}
 		fseek(f, 0, SEEK_END);
@@ -436,7 +443,7 @@ int isa_corpus_load_dir(struct isa_corpus *c, const char *dir, char *err, size_t
 		text = sz >= 0 ? malloc((size_t)sz + 1) : NULL;
 		if (text && fread(text, 1, (size_t)sz, f) == (size_t)sz) {
 			text[sz] = '\0';
-			ret = isa_corpus_parse(c, text, family, err, err_len);
+			ret = parse(c, text, stem, err, err_len);
 			files++;
 		} else {
 			snprintf(err, err_len, "cannot read %s", path);
@@ -449,10 +456,20 @@ next:
 	}
 	free(ents);
 	if (!ret && !files) {
-		snprintf(err, err_len, "no .isa files in %s", dir);
+		snprintf(err, err_len, "no %s files in %s", suffix, dir);
 		ret = -ENOENT;
 	}
 	return ret;
+}
+
+static int parse_isa(void *c, const char *text, const char *family, char *err, size_t err_len)
+{
+	return isa_corpus_parse(c, text, family, err, err_len);
+}
+
+int isa_corpus_load_dir(struct isa_corpus *c, const char *dir, char *err, size_t err_len)
+{
+	return isa_corpus_each_file(dir, ".isa", parse_isa, c, err, err_len);
 }
 
 int isa_case_env_init(struct isa_case_env *env, struct gpuext_runtime *rt,

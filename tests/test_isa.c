@@ -36,8 +36,10 @@
  * Expected values are computed by hand from RFC 9669, not by running an
  * implementation.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "asm.h"
 #include "internal.h"
@@ -169,6 +171,78 @@ out:
 	return ok;
 }
 
+/*
+ * isa_corpus_each_file (both corpora load through it): files in name order,
+ * the stem without the suffix, the first error stops it, and a folder with
+ * none or no folder at all is an error that names it.
+ */
+static int collect(void *c, const char *text, const char *stem, char *err, size_t err_len)
+{
+	char *seen = c;
+
+	if (!strcmp(text, "fail\n")) {
+		snprintf(err, err_len, "%s: refused", stem);
+		return -EINVAL;
+	}
+	strcat(seen, stem);
+	strcat(seen, "=");
+	strncat(seen, text, strcspn(text, "\n"));
+	strcat(seen, ";");
+	return 0;
+}
+
+static void test_each_file(void)
+{
+	char dir[] = "/tmp/gpuext-isa-each-XXXXXX", path[256], seen[256] = "", err[256] = "";
+	static const char *const files[][2] = { { "b.isa", "2\n" }, { "a.isa", "1\n" },
+						{ "c.vf", "x\n" }, { ".isa", "dot\n" } };
+
+	if (!mkdtemp(dir)) {
+		CHECK(!"mkdtemp");
+		return;
+	}
+	CHECK_EQ_INT(isa_corpus_each_file(dir, ".isa", collect, seen, err, sizeof(err)), -ENOENT);
+	CHECK_STR_CONTAINS(err, "no .isa files in /tmp/gpuext-isa-each-");
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i][0]);
+		f = fopen(path, "w");
+		CHECK(f != NULL);
+		if (f) {
+			fputs(files[i][1], f);
+			fclose(f);
+		}
+	}
+	CHECK_EQ_INT(isa_corpus_each_file(dir, ".isa", collect, seen, err, sizeof(err)), 0);
+	CHECK(!strcmp(seen, "a=1;b=2;"));	/* name order; ".isa" alone has no stem */
+	snprintf(path, sizeof(path), "%s/ab.isa", dir);	/* sorts between a and b */
+	{
+		FILE *f = fopen(path, "w");
+
+		if (f) {
+			fputs("fail\n", f);
+			fclose(f);
+		}
+	}
+	seen[0] = '\0';
+	CHECK_EQ_INT(isa_corpus_each_file(dir, ".isa", collect, seen, err, sizeof(err)), -EINVAL);
+	CHECK(!strcmp(seen, "a=1;"));
+	CHECK(!strcmp(err, "ab: refused"));
+	CHECK(isa_corpus_each_file("/nonexistent/gpuext", ".isa", collect, seen, err, sizeof(err)) < 0);
+	CHECK_STR_CONTAINS(err, "cannot read /nonexistent/gpuext");
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i][0]);
+		unlink(path);
+	}
+	snprintf(path, sizeof(path), "%s/ab.isa", dir);
+	unlink(path);
+	rmdir(dir);
+	CHECK_EQ_INT(isa_map_type_by_name("lru_hash"), BPF_MAP_TYPE_LRU_HASH);
+	CHECK_EQ_INT(isa_map_type_by_name("ringbuf"), BPF_MAP_TYPE_RINGBUF);
+	CHECK_EQ_INT(isa_map_type_by_name("stack"), 0);
+}
+
 int main(void)
 {
 	struct isa_corpus corpus = { 0 };
@@ -176,6 +250,7 @@ int main(void)
 	unsigned total_fail = 0;
 	int r;
 
+	test_each_file();
 	r = isa_corpus_load_dir(&corpus, GPUEXT_TEST_DATA_DIR "/isa", err, sizeof(err));
 	CHECK_EQ_INT(r, 0);
 	if (r) {

@@ -4,7 +4,6 @@
  * of test-harness code so another test can link it as is.
  */
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,23 +147,6 @@ void vc_corpus_free(struct vc_corpus *c)
 	c->cnt = 0;
 }
 
-static uint32_t map_type_by_name(const char *t)
-{
-	static const struct {
-		const char *name;
-		uint32_t type;
-	} types[] = {
-		{ "array", BPF_MAP_TYPE_ARRAY }, { "percpu_array", BPF_MAP_TYPE_PERCPU_ARRAY },
-		{ "hash", BPF_MAP_TYPE_HASH },   { "lru_hash", BPF_MAP_TYPE_LRU_HASH },
-		{ "ringbuf", BPF_MAP_TYPE_RINGBUF },
-	};
-
-	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
-		if (!strcmp(types[i].name, t))
-			return types[i].type;
-	return 0;
-}
-
 /* "NAME TYPE key=K value=V entries=N [rdonly]" */
 static bool parse_map(struct vc_case *tc, const char *p)
 {
@@ -181,7 +163,7 @@ static bool parse_map(struct vc_case *tc, const char *p)
 			return false;
 		m.flags = BPF_F_RDONLY_PROG;
 	}
-	m.type = map_type_by_name(type);
+	m.type = isa_map_type_by_name(type);
 	if (!m.type)
 		return false;
 	n = realloc(tc->maps, (tc->map_cnt + 1) * sizeof(*n));
@@ -352,50 +334,14 @@ nomem:
 	return -ENOMEM;
 }
 
-static int name_cmp(const struct dirent **a, const struct dirent **b)
+static int parse_vf(void *c, const char *text, const char *file, char *err, size_t err_len)
 {
-	return strcmp((*a)->d_name, (*b)->d_name);
+	return vc_corpus_parse(c, text, file, err, err_len);
 }
 
 int vc_corpus_load_dir(struct vc_corpus *c, const char *dir, char *err, size_t err_len)
 {
-	struct dirent **ents;
-	int n, ret = 0, files = 0;
-
-	n = scandir(dir, &ents, NULL, name_cmp);
-	if (n < 0) {
-		ret = -errno;
-		snprintf(err, err_len, "cannot read %s: %s", dir, strerror(errno));
-		return ret;
-	}
-	for (int i = 0; i < n; i++) {
-		const char *nm = ents[i]->d_name;
-		size_t len = strlen(nm);
-		char path[4096], file[256], *text;
-
-		if (ret || len < 4 || strcmp(nm + len - 3, ".vf") || len - 3 >= sizeof(file))
-			goto next;
-		snprintf(path, sizeof(path), "%s/%s", dir, nm);
-		memcpy(file, nm, len - 3);
-		file[len - 3] = '\0';
-		text = vc_read_file(path);
-		if (!text) {
-			snprintf(err, err_len, "cannot read %s: %s", path, strerror(errno));
-			ret = -EIO;
-			goto next;
-		}
-		ret = vc_corpus_parse(c, text, file, err, err_len);
-		files++;
-		free(text);
-next:
-		free(ents[i]);
-	}
-	free(ents);
-	if (!ret && !files) {
-		snprintf(err, err_len, "no .vf files in %s", dir);
-		ret = -ENOENT;
-	}
-	return ret;
+	return isa_corpus_each_file(dir, ".vf", parse_vf, c, err, err_len);
 }
 
 int vc_env_init(struct vc_env *env, struct gpuext_runtime *rt, const struct vc_case *tc, char *err,
