@@ -278,15 +278,15 @@ static int wrapper_ir(size_t *cnt, uint32_t (*guard)[GPUEXT_PTX_MAX_PROGS],
 		 */
 		for (size_t v = 0; v < 4; v++)
 			for (int d = 0; d < 3; d++) {
-				bool zero = !strcmp(vec3[v].sreg, "ctaid") &&
-					    (site[e] & GPUEXT_PTX_GUARD_BLOCK0);
+				char val[24] = "0";
 
+				if (strcmp(vec3[v].sreg, "ctaid") || !(site[e] & GPUEXT_PTX_GUARD_BLOCK0))
+					snprintf(val, sizeof(val), "%%%s_%s", vec3[v].sreg, xyz[d]);
 				W("  %%%s_%s = call i32 @llvm.nvvm.read.ptx.sreg.%s.%s()\n"
 				  "  %%f_%s_%s = getelementptr inbounds i8, ptr %%ctx, i64 %u\n"
-				  "  store i32 %s%s%s%s, ptr %%f_%s_%s, align 4\n",
+				  "  store i32 %s, ptr %%f_%s_%s, align 4\n",
 				  vec3[v].sreg, xyz[d], vec3[v].sreg, xyz[d], vec3[v].sreg, xyz[d],
-				  vec3[v].off + 4u * (unsigned)d, zero ? "0" : "%", zero ? "" : vec3[v].sreg,
-				  zero ? "" : "_", zero ? "" : xyz[d], vec3[v].sreg, xyz[d]);
+				  vec3[v].off + 4u * (unsigned)d, val, vec3[v].sreg, xyz[d]);
 			}
 		/* warp = linear thread index / 32 (not %warpid, which names a hardware slot) */
 		W("  %%lane = call i32 @llvm.nvvm.read.ptx.sreg.laneid()\n"
@@ -335,7 +335,9 @@ static int wrapper_ir(size_t *cnt, uint32_t (*guard)[GPUEXT_PTX_MAX_PROGS],
 		 * with it and the splicer's own, 1.076x without either). Nor at the
 		 * entry, where the lanes arrive together and ptxas reconverges them
 		 * after the leader's branch itself; a barrier there cost every load
-		 * of the kernel two R2UR (ptx_splice.c, emit_site, says how much).
+		 * of the kernel two R2UR. Where an entry probe loops, the splicer
+		 * puts its own barrier after the site (ptx_splice.c, emit_site, says
+		 * why and how much).
 		 */
 		if (!per_thread)
 			W("  br label %%join\n"
