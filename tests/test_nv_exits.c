@@ -302,7 +302,9 @@ static unsigned count(const char *t, const char *s)
 /*
  * The early-return kernel spliced with @obj's probes in warp mode: @want_exit
  * exit sites (one per ret after the split); each exit site reads %laneid
- * and computes its predicate before the inlined body (hoisted to the site),
+ * (a warp 0 guard) or takes the linear thread index mod 32 (none: the
+ * wrapper's election, codegen/ptx/ptx_probe.c) and computes its predicate
+ * before the inlined body (hoisted to the site),
  * the body's first branch is on that predicate, and no warp barrier follows.
  */
 static void splice_early(const char *bpf, const char *what)
@@ -347,13 +349,21 @@ static void splice_early(const char *bpf, const char *what)
 		unsigned n;
 
 		sites++;
-		/* this site's registers: the suffix of the line that reads %laneid before it */
+		/* this site's registers: the suffix of the line that reads %laneid before it,
+		 * or of the one that masks the thread index with 31 */
 		for (site_start = p; site_start > out && strncmp(site_start, "\tmov.u64 %gxs_d,", 16);
 		     site_start--)
 			;
 		n = 0;
 		{
-			const char *l = strstr(site_start, ", %laneid;");
+			const char *l = strstr(site_start, ", %laneid;"), *m = strstr(site_start, ", 31;");
+
+			if (m && m < p && (!l || m < l)) {	/* "and.b32 \t%X, %Y, 31;": the lane is %X */
+				while (m > site_start && m[-1] != '\n')
+					m--;
+				CHECK(!strncmp(m, "\tand.b32 \t%", 11));
+				l = strchr(m, ',');
+			}
 
 			CHECK(l && l < p);
 			if (!l || l > p)

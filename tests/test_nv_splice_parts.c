@@ -63,6 +63,99 @@ static char *hoist_src(const char *src, size_t len, const char *sfx, char **h)
 	return t;
 }
 
+/* The same with a plan for the site's own start (@at_site) or the function's. */
+static char *hoist_src_at(const char *src, bool at_site, char **h)
+{
+	static const char *const args[GX_PROBE_NARGS] = { "%k", "%g", "%a", "%v", "%s" };
+	static const unsigned bits[GX_PROBE_NARGS] = { 64, 64, 64, 64, 32 };
+	struct gx_hoist_plan *plan;
+	struct gx_probe_body b;
+	char err[200], *t = NULL;
+
+	*h = NULL;
+	CHECK_EQ_INT(gx_probe_body_parse(src, strlen(src), "gpuext_probe_exit", &b, err,
+					 sizeof(err)), 0);
+	if (!b.text)
+		return NULL;
+	plan = gx_hoist_plan_make(&b, at_site);
+	CHECK(plan != NULL);
+	if (plan)
+		t = gx_probe_body_inline(&b, args, bits, "L", plan, h);
+	gx_hoist_plan_free(plan);
+	gx_probe_body_free(&b);
+	return t;
+}
+
+/*
+ * An exit's election written as the probes' wrapper writes it for a site
+ * with no warp guard (codegen/ptx/ptx_probe.c): lane 0 is the linear thread
+ * index mod 32. At the site's start that passes like a branch on %laneid,
+ * so what follows it moves ahead; a mask of anything but a thread index, or
+ * an index not masked (warp_id != 0, which skips whole warps), ends the
+ * region; so does the election at the function's start.
+ */
+static void test_hoist_lane_index(void)
+{
+	static const char fmt[] =
+		".func gpuext_probe_exit(\n\t.param .b64 p_0\n)\n{\n"
+		"\t.reg .pred \t%%p<3>;\n\t.reg .b32 \t%%r<12>;\n\t.reg .b64 \t%%rd<4>;\n"
+		"\tld.param.b64 \t%%rd1, [p_0];\n"
+		"\tactivemask.b32 \t%%r10;\n"
+		"\tmov.u32 \t%%r1, %%tid.z;\n\tmov.u32 \t%%r2, %%ntid.y;\n"
+		"\tmov.u32 \t%%r3, %%tid.y;\n\tmov.u32 \t%%r4, %%ntid.x;\n"
+		"\tmov.u32 \t%%r5, %%%s;\n"
+		"\tmad.lo.s32 \t%%r6, %%r1, %%r2, %%r3;\n"
+		"\tmad.lo.s32 \t%%r7, %%r6, %%r4, %%r5;\n"
+		"\t%s.b32 \t%%r8, %%r7, %s;\n"
+		"\tsetp.ne.b32 \t%%p1, %%r8, 0;\n"
+		"\t@%%p1 bra \t$L__BB0_2;\n"
+		"\tmov.u32 \t%%r9, %%ctaid.x;\n\tmul.wide.u32 \t%%rd2, %%r9, 8;\n"
+		"\tadd.s64 \t%%rd3, %%rd1, %%rd2;\n"
+		"\tst.global.u64 \t[%%rd3], %%rd2;\n"
+		"$L__BB0_2:\n\tret;\n}\n";
+	static const struct {
+		const char *x, *op, *imm;
+		bool at_site, passes;
+	} c[] = {
+		{ "tid.x", "and", "31", true, true },	/* the wrapper's election */
+		{ "tid.x", "and", "31", false, false },	/* at the function's start: no */
+		{ "ctaid.y", "and", "31", true, false },	/* not a thread index */
+		{ "tid.x", "shr", "5", true, false },	/* warp_id != 0 */
+		{ "tid.x", "and", "15", true, false },	/* not mod 32 */
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		char src[2048], *t, *h;
+		unsigned f0 = test_failures;
+
+		snprintf(src, sizeof(src), fmt, c[i].x, c[i].op, c[i].imm);
+		t = hoist_src_at(src, c[i].at_site, &h);
+		CHECK(t != NULL && h != NULL);
+		if (!t || !h) {
+			free(t);
+			free(h);
+			continue;
+		}
+		/* before the branch: moves at a site; the election itself always */
+		if (c[i].at_site)
+			CHECK_STR_CONTAINS(h, "setp.ne.b32 \t%L_h_p1, %L_h_r8, 0;");
+		if (c[i].passes) {
+			CHECK_STR_CONTAINS(h, "mov.u32 \t%L_h_r9, %ctaid.x;");
+			CHECK_STR_CONTAINS(h, "mul.wide.u32 \t%L_h_rd2, %L_h_r9, 8;");
+			CHECK_STR_CONTAINS(t, "add.s64 \t%rd3, %rd1, %L_h_rd2;");
+			CHECK(!strstr(t, "%ctaid.x"));
+		} else {
+			CHECK_STR_CONTAINS(t, "mov.u32 \t%r9, %ctaid.x;");
+			CHECK(!strstr(h, "%ctaid.x") && !strstr(h, "mul.wide"));
+		}
+		if (test_failures != f0)
+			fprintf(stderr, "  case %zu (%s %s %s, %s)\n", i, c[i].x, c[i].op, c[i].imm,
+				c[i].at_site ? "site" : "function");
+		free(t);
+		free(h);
+	}
+}
+
 /*
  * Hoisting: what depends only on the thread's place and on constants leaves
  * the site (renamed, declared, in body order), the rest stays: a lane mask,
@@ -477,5 +570,6 @@ int main(void)
 	test_malformed();
 	test_inline();
 	test_hoist();
+	test_hoist_lane_index();
 	return test_done("test_nv_splice_parts");
 }

@@ -236,10 +236,38 @@ static int wrapper_ir(size_t *cnt, uint32_t (*guard)[GPUEXT_PTX_MAX_PROGS],
 			 * exits (the splicer gives each branch to a kernel's shared
 			 * ret its own: hal/nvidia/ptx_exits.c). Lanes that leave
 			 * without lane 0 run nothing.
+			 *
+			 * Lane 0 is told from the linear thread index, not %laneid: a
+			 * warp is 32 consecutive linear indices from a multiple of 32,
+			 * so the lane is the index mod 32. The index is what warp_id
+			 * is made of (below, the same reads, which LLVM shares); %laneid
+			 * would be one more S2R on every warp's way out (threadhist,
+			 * in one process on an H200: stencil 1.0405 -> 1.0374, decode
+			 * 1.0281 -> 1.0267; bench/gpu/README.md). The splicer's hoister
+			 * knows this form of the election (hal/nvidia/ptx_hoist.c), so
+			 * the site's arithmetic still moves ahead of it. Not under a
+			 * warp 0 guard: there warp_id is a constant, nothing else needs
+			 * the index, and %laneid alone is cheaper (kernelretsnoop on
+			 * the decode step 1.088 -> 1.095 with the index).
 			 */
-			if (e == GPUEXT_PTX_PROBE_EXIT)
+			if (e == GPUEXT_PTX_PROBE_EXIT && (site[e] & GPUEXT_PTX_GUARD_WARP0))
 				W("  %%mask = call i32 @llvm.nvvm.activemask()\n"
 				  "  %%l0 = call i32 @llvm.nvvm.read.ptx.sreg.laneid()\n"
+				  "  %%isl = icmp eq i32 %%l0, 0\n"
+				  "  br i1 %%isl, label %%lead, label %%join\n"
+				  "lead:\n");
+			else if (e == GPUEXT_PTX_PROBE_EXIT)
+				W("  %%mask = call i32 @llvm.nvvm.activemask()\n"
+				  "  %%e_tz = call i32 @llvm.nvvm.read.ptx.sreg.tid.z()\n"
+				  "  %%e_ny = call i32 @llvm.nvvm.read.ptx.sreg.ntid.y()\n"
+				  "  %%e_ty = call i32 @llvm.nvvm.read.ptx.sreg.tid.y()\n"
+				  "  %%e_nx = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()\n"
+				  "  %%e_tx = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+				  "  %%e1 = mul i32 %%e_tz, %%e_ny\n"
+				  "  %%e2 = add i32 %%e1, %%e_ty\n"
+				  "  %%e3 = mul i32 %%e2, %%e_nx\n"
+				  "  %%e4 = add i32 %%e3, %%e_tx\n"
+				  "  %%l0 = and i32 %%e4, 31\n"
 				  "  %%isl = icmp eq i32 %%l0, 0\n"
 				  "  br i1 %%isl, label %%lead, label %%join\n"
 				  "lead:\n");

@@ -87,9 +87,10 @@ void gx_cache_key(const void *module_ptx, size_t ptx_len, const uint8_t pack_has
  * exit in a .func body is an exit site; 8: a ret for every branch to a
  * shared one (ptx_exits.c), exit sites neither hoisted nor followed by a
  * warp barrier; 9: no warp barrier after an entry site whose body has no
- * loop (ptx_splice.c, emit_site).
+ * loop (ptx_splice.c, emit_site); 10: at an exit site, an election on the
+ * thread index mod 32 lets the site's hoisting go on (ptx_hoist.c).
  */
-#define GX_SPLICE_VERSION 9
+#define GX_SPLICE_VERSION 10
 /* The comment line a spliced module ends in when loads/stores of its .func bodies got no site. */
 #define GX_SPLICE_UNTRACED "// gpuext-untraced-func-accesses"
 /* "GX_SPLICE_FUNC <name>": one line per .func body given load/store sites, after the module. */

@@ -63,7 +63,8 @@ struct hreg {
 	bool need;		/* written at the start: moved, or a constant a moved line reads */
 	bool done;		/* hoist_order: placed */
 	bool am, lm;		/* from activemask / %lanemask_* (and immediates) alone, see hoist_region */
-	bool ln;		/* from %laneid (and immediates) alone */
+	bool ln;		/* from %laneid (and immediates) alone, or a thread index mod 32 */
+	bool th;		/* from %tid.* and %ntid.* (and immediates) alone */
 };
 
 struct hline {
@@ -382,7 +383,10 @@ static void hoist_scan_line(struct gx_hoist_plan *h, int li, bool in_asm)
  * code moves to the site's own start, not the function's, and a branch on
  * %laneid alone (an exit's election: lane 0 runs) lets the region go on as
  * well; what it skips then runs in lanes that leave without lane 0, pure
- * arithmetic that costs them little and changes nothing.
+ * arithmetic that costs them little and changes nothing. A thread index
+ * (from %tid and %ntid alone) masked with 31 counts as %laneid: that is how
+ * the probes' exit wrapper tells lane 0 (codegen/ptx/ptx_probe.c), as the
+ * linear index mod 32, without an S2R of its own.
  */
 static void hoist_region(struct gx_hoist_plan *h, bool at_site)
 {
@@ -392,6 +396,7 @@ static void hoist_region(struct gx_hoist_plan *h, bool at_site)
 		const char *p = h->lines[li].p, *e = p + h->lines[li].n, *q, *tok, *op;
 		size_t n;
 		bool pure = true, am = false, lm = false, ln = false, guarded = false, election = false;
+		bool th = true, mask31;
 		int dst = -1;
 
 		if (!region) {
@@ -424,11 +429,31 @@ static void hoist_region(struct gx_hoist_plan *h, bool at_site)
 				region = false;
 			continue;
 		}
-		if (guarded || !(starts(op, e, "activemask") || starts(op, e, "mov.") ||
-				 starts(op, e, "and.") || starts(op, e, "or.") ||
-				 starts(op, e, "not.") || starts(op, e, "setp.")))
+		if (guarded)
+			continue;
+		if (starts(op, e, "add.") || starts(op, e, "mul.lo.") || starts(op, e, "mad.lo.") ||
+		    starts(op, e, "shl.")) {
+			/* thread-index arithmetic: only the th flag (below) comes of it */
+			for (q = op; next_pct(&q, e, &tok, &n);) {
+				int r = hreg_find(h, tok, n, false);
+
+				if (dst < 0 && r >= 0)
+					dst = r;
+				else if (!(r >= 0 ? h->regs[r].defs == 1 && h->regs[r].th :
+					   starts(tok, tok + n, "%tid.") || starts(tok, tok + n, "%ntid.")))
+					th = false;
+			}
+			if (dst >= 0 && h->regs[dst].defs == 1)
+				h->regs[dst].th = th;
+			continue;
+		}
+		if (!(starts(op, e, "activemask") || starts(op, e, "mov.") ||
+		      starts(op, e, "and.") || starts(op, e, "or.") ||
+		      starts(op, e, "not.") || starts(op, e, "setp.")))
 			continue;
 		am = starts(op, e, "activemask");
+		/* "and.b32 %d, %x, 31;" on a thread index: its lane */
+		mask31 = starts(op, e, "and.b32") && e - op > 5 && !memcmp(e - 5, ", 31;", 5);
 		for (q = op; next_pct(&q, e, &tok, &n);) {
 			int r = hreg_find(h, tok, n, false);
 
@@ -436,6 +461,8 @@ static void hoist_region(struct gx_hoist_plan *h, bool at_site)
 				dst = r;	/* the first register: what the line writes */
 				continue;
 			}
+			th &= r >= 0 ? h->regs[r].defs == 1 && h->regs[r].th :
+			      starts(tok, tok + n, "%tid.") || starts(tok, tok + n, "%ntid.");
 			if (r >= 0 && h->regs[r].defs == 1 &&
 			    (h->regs[r].am || h->regs[r].lm || h->regs[r].ln)) {
 				am |= h->regs[r].am;
@@ -445,8 +472,15 @@ static void hoist_region(struct gx_hoist_plan *h, bool at_site)
 				lm = true;
 			} else if (r < 0 && n == 7 && !memcmp(tok, "%laneid", 7)) {
 				ln = true;
-			} else {
+			} else if (!(mask31 && r >= 0 && h->regs[r].defs == 1 && h->regs[r].th)) {
 				pure = false;
+			}
+		}
+		if (dst >= 0 && h->regs[dst].defs == 1) {
+			h->regs[dst].th = th && !starts(op, e, "setp.") && !am;
+			if (mask31 && th && !am) {
+				pure = true;
+				ln = true;
 			}
 		}
 		if (dst >= 0 && pure && h->regs[dst].defs == 1) {
