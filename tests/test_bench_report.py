@@ -116,6 +116,31 @@ def main(report):
           gemm[0].split()[7] == "1.050x", f"gemm row without the failed base2: {gemm[:1]}")
     check("gemm/base2 (uninstrumented): rc=0 check=WRONG in 1 of 1 runs, left out of the baseline"
           in out, "the failed baseline run listed")
+    # Attach lines alone: a results file from before session 18 (no warm line: its first base
+    # run was the driver's warm-up, left out), and a warm run that failed (a warm line without
+    # numbers: every base run counts).
+    for name, att, want in (
+            ("old file", ["base ATTACH module_ms=300.0 total_ms=500.0",
+                          "cold ATTACH module_ms=700.0 total_ms=900.0",
+                          "cached ATTACH module_ms=9.0 total_ms=205.0",
+                          "base ATTACH module_ms=4.0 total_ms=200.0",
+                          "cached ATTACH module_ms=9.0 total_ms=207.0"],
+             "cold 700.0 ms, cached 6.0 ms"),
+            ("failed warm", ["warm", "cold ATTACH module_ms=700.0 total_ms=900.0",
+                             "base ATTACH module_ms=4.0 total_ms=200.0",
+                             "cached ATTACH module_ms=9.0 total_ms=210.0",
+                             "base ATTACH module_ms=4.0 total_ms=300.0",
+                             "cached ATTACH module_ms=9.0 total_ms=260.0"],
+             "cold 650.0 ms, cached -15.0 ms")):
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.writelines(f"ATTACHRUN config={a}\n" for a in att)
+            path = f.name
+        try:
+            o = subprocess.run([sys.executable, report, path, "Test GPU, 1.0"], capture_output=True,
+                               text=True, check=True).stdout
+        finally:
+            os.unlink(path)
+        check(f"attach cost per module: {want} (target < 100 ms)" in o, f"attach, {name}: {o[-400:]}")
     if FAILS:
         print(out)
     print(f"test_bench_report: {FAILS} failures")

@@ -391,6 +391,19 @@ static void splice_early(const char *bpf, const char *what)
 				CHECK(!strstr(p, "%lanemask_lt") || strstr(p, "%lanemask_lt") > body_end);
 			}
 		}
+		/*
+		 * threadhist's election is the thread index mod 32 (no warp guard), and
+		 * the hoister lets the site's arithmetic past it: the map table's load
+		 * and the block index come before the body, none of it inside.
+		 */
+		if (strstr(what, "threadhist")) {
+			const char *q = strstr(site_start, "ld.const.b64");
+			const char *c = strstr(site_start, ", %ctaid.x;");
+
+			CHECK(q && q < p && c && c < p);
+			CHECK(body_end && (!strstr(p, "%ctaid") || strstr(p, "%ctaid") > body_end));
+			CHECK(!strstr(site_start, "%laneid") || strstr(site_start, "%laneid") > body_end);
+		}
 		/* the ret right after the body: no warp barrier */
 		CHECK(body_end && strstr(body_end, "\tret;") &&
 		      (!strstr(body_end, "bar.warp.sync") ||
@@ -419,6 +432,7 @@ int main(void)
 	test_hoist_region();
 	splice_early(GPUEXT_TEST_BPF_DIR "/probe_all.bpf.o", "probe_all (warp)");
 	splice_early(GPUEXT_TEST_BPF_DIR "/probe_guards.bpf.o", "probe_guards (warp)");
+	splice_early(GPUEXT_TEST_PROBE_DIR "/threadhist.bpf.o", "threadhist (warp)");
 	if (ptxas[0] && !access(ptxas, X_OK))
 		printf("test_nv_exits: %u outputs assembled with ptxas\n", assembled);
 	else

@@ -122,6 +122,7 @@ static void test_hoist_lane_index(void)
 		{ "ctaid.y", "and", "31", true, false },	/* not a thread index */
 		{ "tid.x", "shr", "5", true, false },	/* warp_id != 0 */
 		{ "tid.x", "and", "15", true, false },	/* not mod 32 */
+		{ "tid.y", "and", "31", true, false },	/* tid.y where tid.x goes: not the index */
 	};
 
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
@@ -153,6 +154,46 @@ static void test_hoist_lane_index(void)
 				c[i].at_site ? "site" : "function");
 		free(t);
 		free(h);
+	}
+	/*
+	 * Other arithmetic of %tid masked with 31 is no lane: (tid.y << 2) & 31 < 4
+	 * passes in whole warps only (warp 0 of a 32 x 8 block), and what follows
+	 * it would run in the warps it skips. Nor is the index once written again.
+	 */
+	{
+		static const char shl[] =
+			".func gpuext_probe_exit(\n\t.param .b64 p_0\n)\n{\n"
+			"\t.reg .pred \t%p<3>;\n\t.reg .b32 \t%r<12>;\n\t.reg .b64 \t%rd<4>;\n"
+			"\tld.param.b64 \t%rd1, [p_0];\n"
+			"\tmov.u32 \t%r1, %tid.y;\n\tshl.b32 \t%r2, %r1, 2;\n"
+			"\tand.b32 \t%r8, %r2, 31;\n\tsetp.lt.u32 \t%p1, %r8, 4;\n"
+			"\t@%p1 bra \t$L__BB0_2;\n"
+			"\tmov.u32 \t%r9, %ctaid.x;\n\tst.global.u32 \t[%rd1], %r9;\n"
+			"$L__BB0_2:\n\tret;\n}\n";
+		static const char twice[] =
+			".func gpuext_probe_exit(\n\t.param .b64 p_0\n)\n{\n"
+			"\t.reg .pred \t%p<3>;\n\t.reg .b32 \t%r<12>;\n\t.reg .b64 \t%rd<4>;\n"
+			"\tld.param.b64 \t%rd1, [p_0];\n"
+			"\tmov.u32 \t%r1, %tid.z;\n\tmov.u32 \t%r2, %ntid.y;\n"
+			"\tmov.u32 \t%r3, %tid.y;\n\tmov.u32 \t%r4, %ntid.x;\n"
+			"\tmov.u32 \t%r5, %tid.x;\n"
+			"\tmad.lo.s32 \t%r6, %r1, %r2, %r3;\n"
+			"\tmad.lo.s32 \t%r7, %r6, %r4, %r5;\n"
+			"\tadd.s32 \t%r7, %r7, 1;\n"
+			"\tand.b32 \t%r8, %r7, 31;\n\tsetp.ne.b32 \t%p1, %r8, 0;\n"
+			"\t@%p1 bra \t$L__BB0_2;\n"
+			"\tmov.u32 \t%r9, %ctaid.x;\n\tst.global.u32 \t[%rd1], %r9;\n"
+			"$L__BB0_2:\n\tret;\n}\n";
+		const char *src[2] = { shl, twice };
+
+		for (int i = 0; i < 2; i++) {
+			char *t, *h;
+
+			t = hoist_src_at(src[i], true, &h);
+			CHECK(t && h && strstr(t, "mov.u32 \t%r9, %ctaid.x;") && !strstr(h, "%ctaid.x"));
+			free(t);
+			free(h);
+		}
 	}
 }
 

@@ -145,7 +145,7 @@ def main(path, gpu):
         # medians: base and cached runs alternate (run.sh); 'warm' (the driver's first run) is out
         bases, cached, cold = ms("base", "total_ms"), ms("cached", "total_ms"), ms("cold", "total_ms")
         bmod = ms("base", "module_ms")
-        if not ms("warm", "total_ms") and len(bases) > 1:
+        if not any(a.get("config") == "warm" for a in att) and len(bases) > 1:
             bases, bmod = bases[1:], bmod[1:]  # before session 18 the first base run was the warm-up
         if bases and cached:
             base = statistics.median(bases)

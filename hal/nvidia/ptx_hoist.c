@@ -30,7 +30,10 @@
  *     region go on, since one lane of every warp passes it. Past any other
  *     (warp_id != 0, a NULL map, a full ring, a vote, %laneid < K) a line
  *     runs in few warps, and at the start it would run in all: with that,
- *     launchlate on the stencil went from 1.018x to 1.061x.
+ *     launchlate on the stencil went from 1.018x to 1.061x. At an exit
+ *     site's own start (at_site), an exit's election also lets it go on:
+ *     a branch on %laneid, or on the linear thread index mod 32 (the
+ *     wrapper's form where no warp guard holds; hoist_region).
  * Constants (lines that read no special register, only other constants)
  * are copied, and only when a moved line reads them: the site keeps its
  * own, so they never stay live. Of the rest, the values a remaining line
@@ -63,9 +66,17 @@ struct hreg {
 	bool need;		/* written at the start: moved, or a constant a moved line reads */
 	bool done;		/* hoist_order: placed */
 	bool am, lm;		/* from activemask / %lanemask_* (and immediates) alone, see hoist_region */
-	bool ln;		/* from %laneid (and immediates) alone, or a thread index mod 32 */
-	bool th;		/* from %tid.* and %ntid.* (and immediates) alone */
+	bool ln;		/* from %laneid (and immediates) alone, or the linear thread index mod 32 */
+	unsigned char lin;	/* a step of the linear thread index (enum lin_step), or 0 */
 };
+
+/*
+ * The linear thread index, (tid.z * ntid.y + tid.y) * ntid.x + tid.x, the
+ * way LLVM writes the probes' wrapper's (codegen/ptx/ptx_probe.c): each
+ * register that holds one of its steps, so that "and.b32 %d, LIN, 31;" is
+ * known for the lane it is, and nothing else is.
+ */
+enum lin_step { LIN_NONE, LIN_TX, LIN_TY, LIN_TZ, LIN_NX, LIN_NY, LIN_ZNY, LIN_YZ, LIN_YZNX, LIN_LIN };
 
 struct hline {
 	const char *p;
@@ -383,11 +394,58 @@ static void hoist_scan_line(struct gx_hoist_plan *h, int li, bool in_asm)
  * code moves to the site's own start, not the function's, and a branch on
  * %laneid alone (an exit's election: lane 0 runs) lets the region go on as
  * well; what it skips then runs in lanes that leave without lane 0, pure
- * arithmetic that costs them little and changes nothing. A thread index
- * (from %tid and %ntid alone) masked with 31 counts as %laneid: that is how
- * the probes' exit wrapper tells lane 0 (codegen/ptx/ptx_probe.c), as the
- * linear index mod 32, without an S2R of its own.
+ * arithmetic that costs them little and changes nothing. The linear thread
+ * index masked with 31 (lin_step, exactly that chain) counts as %laneid:
+ * that is how the probes' exit wrapper tells lane 0 where no warp guard
+ * holds (codegen/ptx/ptx_probe.c), without an S2R of its own.
  */
+static unsigned char lin_of(struct gx_hoist_plan *h, const char *tok, size_t n)
+{
+	static const char *const sr[] = { "%tid.x", "%tid.y", "%tid.z", "%ntid.x", "%ntid.y" };
+	int r = hreg_find(h, tok, n, false);
+
+	if (r >= 0)
+		return h->regs[r].defs == 1 ? h->regs[r].lin : LIN_NONE;
+	for (unsigned i = 0; i < sizeof(sr) / sizeof(sr[0]); i++)
+		if (tok_is(tok, n, sr[i]))
+			return (unsigned char)(LIN_TX + i);
+	return LIN_NONE;
+}
+
+/* The lin_step that line (op .. e) writes to its first register @dst, from what it reads. */
+static void lin_line(struct gx_hoist_plan *h, const char *op, const char *e)
+{
+	const char *q = op, *tok;
+	unsigned char k[3] = { 0 };
+	size_t n;
+	int dst = -1, nk = 0;
+
+	while (next_pct(&q, e, &tok, &n)) {
+		if (dst < 0) {
+			dst = hreg_find(h, tok, n, false);
+			if (dst < 0)
+				return;
+			continue;
+		}
+		if (nk == 3)
+			return;
+		k[nk++] = lin_of(h, tok, n);
+	}
+	if (dst < 0 || h->regs[dst].defs != 1)
+		return;
+#define PAIR(a, b) ((k[0] == (a) && k[1] == (b)) || (k[0] == (b) && k[1] == (a)))
+	if ((starts(op, e, "mov.u32") || starts(op, e, "mov.b32")) && nk == 1)
+		h->regs[dst].lin = k[0] <= LIN_NY ? k[0] : LIN_NONE;
+	else if ((starts(op, e, "mul.lo.s32") || starts(op, e, "mul.lo.u32")) && nk == 2)
+		h->regs[dst].lin = PAIR(LIN_TZ, LIN_NY) ? LIN_ZNY : PAIR(LIN_YZ, LIN_NX) ? LIN_YZNX : LIN_NONE;
+	else if ((starts(op, e, "add.s32") || starts(op, e, "add.u32")) && nk == 2)
+		h->regs[dst].lin = PAIR(LIN_ZNY, LIN_TY) ? LIN_YZ : PAIR(LIN_YZNX, LIN_TX) ? LIN_LIN : LIN_NONE;
+	else if ((starts(op, e, "mad.lo.s32") || starts(op, e, "mad.lo.u32")) && nk == 3)
+		h->regs[dst].lin = PAIR(LIN_TZ, LIN_NY) && k[2] == LIN_TY ? LIN_YZ :
+				   PAIR(LIN_YZ, LIN_NX) && k[2] == LIN_TX ? LIN_LIN : LIN_NONE;
+#undef PAIR
+}
+
 static void hoist_region(struct gx_hoist_plan *h, bool at_site)
 {
 	bool region = true;
@@ -396,7 +454,7 @@ static void hoist_region(struct gx_hoist_plan *h, bool at_site)
 		const char *p = h->lines[li].p, *e = p + h->lines[li].n, *q, *tok, *op;
 		size_t n;
 		bool pure = true, am = false, lm = false, ln = false, guarded = false, election = false;
-		bool th = true, mask31;
+		bool mask31;
 		int dst = -1;
 
 		if (!region) {
@@ -431,28 +489,13 @@ static void hoist_region(struct gx_hoist_plan *h, bool at_site)
 		}
 		if (guarded)
 			continue;
-		if (starts(op, e, "add.") || starts(op, e, "mul.lo.") || starts(op, e, "mad.lo.") ||
-		    starts(op, e, "shl.")) {
-			/* thread-index arithmetic: only the th flag (below) comes of it */
-			for (q = op; next_pct(&q, e, &tok, &n);) {
-				int r = hreg_find(h, tok, n, false);
-
-				if (dst < 0 && r >= 0)
-					dst = r;
-				else if (!(r >= 0 ? h->regs[r].defs == 1 && h->regs[r].th :
-					   starts(tok, tok + n, "%tid.") || starts(tok, tok + n, "%ntid.")))
-					th = false;
-			}
-			if (dst >= 0 && h->regs[dst].defs == 1)
-				h->regs[dst].th = th;
-			continue;
-		}
+		lin_line(h, op, e);
 		if (!(starts(op, e, "activemask") || starts(op, e, "mov.") ||
 		      starts(op, e, "and.") || starts(op, e, "or.") ||
 		      starts(op, e, "not.") || starts(op, e, "setp.")))
 			continue;
 		am = starts(op, e, "activemask");
-		/* "and.b32 %d, %x, 31;" on a thread index: its lane */
+		/* "and.b32 %d, LIN, 31;": the linear thread index mod 32, the lane */
 		mask31 = starts(op, e, "and.b32") && e - op > 5 && !memcmp(e - 5, ", 31;", 5);
 		for (q = op; next_pct(&q, e, &tok, &n);) {
 			int r = hreg_find(h, tok, n, false);
@@ -461,9 +504,9 @@ static void hoist_region(struct gx_hoist_plan *h, bool at_site)
 				dst = r;	/* the first register: what the line writes */
 				continue;
 			}
-			th &= r >= 0 ? h->regs[r].defs == 1 && h->regs[r].th :
-			      starts(tok, tok + n, "%tid.") || starts(tok, tok + n, "%ntid.");
-			if (r >= 0 && h->regs[r].defs == 1 &&
+			if (mask31 && lin_of(h, tok, n) == LIN_LIN) {
+				ln = true;
+			} else if (r >= 0 && h->regs[r].defs == 1 &&
 			    (h->regs[r].am || h->regs[r].lm || h->regs[r].ln)) {
 				am |= h->regs[r].am;
 				lm |= h->regs[r].lm;
@@ -472,15 +515,8 @@ static void hoist_region(struct gx_hoist_plan *h, bool at_site)
 				lm = true;
 			} else if (r < 0 && n == 7 && !memcmp(tok, "%laneid", 7)) {
 				ln = true;
-			} else if (!(mask31 && r >= 0 && h->regs[r].defs == 1 && h->regs[r].th)) {
+			} else {
 				pure = false;
-			}
-		}
-		if (dst >= 0 && h->regs[dst].defs == 1) {
-			h->regs[dst].th = th && !starts(op, e, "setp.") && !am;
-			if (mask31 && th && !am) {
-				pure = true;
-				ln = true;
 			}
 		}
 		if (dst >= 0 && pure && h->regs[dst].defs == 1) {

@@ -117,7 +117,8 @@ void gx_probe_body_free(struct gx_probe_body *b);
  * moved code may keep live from the function's start. @at_site: the code
  * goes to the site's own start instead (exit sites, ptx_splice.c), where
  * nothing stays live across the kernel's code (no limit), and a branch on
- * %laneid alone (an exit's election) does not end what may move.
+ * %laneid alone, or on the linear thread index mod 32 (an exit's election),
+ * does not end what may move.
  */
 #define GX_HOIST_LIVE_MAX 6
 /* Appends @n bytes of @s to the malloc'd text *@o (NUL-terminated); false on ENOMEM. */

@@ -28,6 +28,14 @@ if(TARGET gpuext)
   endif()
 endif()
 
+# tests/test_nv_exits.c splices a real tool's exit probe (threadhist: the election from the
+# thread index, hal/nvidia/ptx_hoist.c).
+if(TARGET test_nv_exits)
+  target_compile_definitions(test_nv_exits PRIVATE
+    GPUEXT_TEST_PROBE_DIR="${CMAKE_BINARY_DIR}/tools/probes")
+  add_dependencies(test_nv_exits probes)
+endif()
+
 # tests/test_trace_lib.c checks trace_lib.c (no GPU needed) against real tool objects.
 if(TARGET test_trace_lib)
   target_sources(test_trace_lib PRIVATE ${CMAKE_SOURCE_DIR}/tools/gpuext/trace_lib.c)
