@@ -164,7 +164,9 @@ def main(path, gpu):
         print("\nin one process (bench_kernels ab-*): the probed copy of the kernels against a "
               "reference copy of the same code,\nstep by step (A B, B A: the median over quads of "
               "(B + B) / (A + A), with an interval that holds the median\nwith the probability "
-              "'cover'); 'none' = both copies native (the method's own noise):")
+              "'cover'); 'none' = both copies native (the method's own noise). The interval is\n"
+              "the noise within this process: unchanged code read up to half a point apart in two "
+              "runs (H200, session 18):")
         print(f"  {'workload':<9} {'config':<15} {'quads':>5} {'ratio':>8}  interval          cover")
         for a in ab:
             if a.get("rc") == "0" and a.get("check") == "ok" and "ratio" in a:
