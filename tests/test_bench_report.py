@@ -27,6 +27,18 @@ def run_line(cfg, w, ms, rc=0, check_="ok", size="S"):
             f"median_ms={ms} min_ms={ms} per=0 wall_median_ms={ms}\n")
 
 
+def run_report(report, lines):
+    """report.py's output for a results file of these lines."""
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.writelines(lines)
+        path = f.name
+    try:
+        return subprocess.run([sys.executable, report, path, "Test GPU, 1.0"], capture_output=True,
+                              text=True, check=True).stdout
+    finally:
+        os.unlink(path)
+
+
 def main(report):
     lines = []
     # decode: base 3.00 3.06 3.04, base2 2.98 2.96 3.00 -> the baseline is the median of all
@@ -69,14 +81,7 @@ def main(report):
     lines.append(run_line("base", "gemm", 2.0))
     lines.append(run_line("threadhist", "gemm", 2.1))
     lines.append(run_line("base2", "gemm", 9.0, check_="WRONG"))
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
-        f.writelines(lines)
-        path = f.name
-    try:
-        out = subprocess.run([sys.executable, report, path, "Test GPU, 1.0"], capture_output=True,
-                             text=True, check=True).stdout
-    finally:
-        os.unlink(path)
+    out = run_report(report, lines)
     rows = [l for l in out.splitlines() if l.startswith("decode ")]
     check(len(rows) == 2, "one decode row in the GPU table and one in the wall table")
     cells = rows[0].split() if rows else []
@@ -132,14 +137,7 @@ def main(report):
                              "base ATTACH module_ms=4.0 total_ms=300.0",
                              "cached ATTACH module_ms=9.0 total_ms=260.0"],
              "cold 650.0 ms, cached -15.0 ms")):
-        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
-            f.writelines(f"ATTACHRUN config={a}\n" for a in att)
-            path = f.name
-        try:
-            o = subprocess.run([sys.executable, report, path, "Test GPU, 1.0"], capture_output=True,
-                               text=True, check=True).stdout
-        finally:
-            os.unlink(path)
+        o = run_report(report, [f"ATTACHRUN config={a}\n" for a in att])
         check(f"attach cost per module: {want} (target < 100 ms)" in o, f"attach, {name}: {o[-400:]}")
     if FAILS:
         print(out)
