@@ -197,7 +197,7 @@ static int wrapper_ir(size_t *cnt, uint32_t (*guard)[GPUEXT_PTX_MAX_PROGS],
 		     { "ntid", offsetof(struct gpuext_probe_ctx, block_dim) },
 		     { "ctaid", offsetof(struct gpuext_probe_ctx, block_id) },
 		     { "tid", offsetof(struct gpuext_probe_ctx, thread_id) } };
-	size_t cap = 16384 + nprogs * 256, len = 0;
+	size_t cap = 20480 + nprogs * 256, len = 0;
 	char *buf = malloc(cap);
 
 #define W(...) len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, __VA_ARGS__)
@@ -222,6 +222,16 @@ static int wrapper_ir(size_t *cnt, uint32_t (*guard)[GPUEXT_PTX_MAX_PROGS],
 		W("define void @gpuext_probe_%s(i64 %%kid, i64 %%args, i64 %%addr, i64 %%value, "
 		  "i32 %%size) {\nentry:\n  %%ctx = alloca [%zu x i8], align 8\n", ev_names[e],
 		  sizeof(struct gpuext_probe_ctx));
+		/* The linear thread index: warp_id's (below) and the exit's election's. */
+		W("  %%e_tz = call i32 @llvm.nvvm.read.ptx.sreg.tid.z()\n"
+		  "  %%e_ny = call i32 @llvm.nvvm.read.ptx.sreg.ntid.y()\n"
+		  "  %%e_ty = call i32 @llvm.nvvm.read.ptx.sreg.tid.y()\n"
+		  "  %%e_nx = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()\n"
+		  "  %%e_tx = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+		  "  %%lt1 = mul i32 %%e_tz, %%e_ny\n"
+		  "  %%lt2 = add i32 %%lt1, %%e_ty\n"
+		  "  %%lt3 = mul i32 %%lt2, %%e_nx\n"
+		  "  %%lt4 = add i32 %%lt3, %%e_tx\n");
 		if (!per_thread) {
 			/*
 			 * The lowest active lane runs; the others wait at the warp
@@ -240,7 +250,7 @@ static int wrapper_ir(size_t *cnt, uint32_t (*guard)[GPUEXT_PTX_MAX_PROGS],
 			 * Lane 0 is told from the linear thread index, not %laneid: a
 			 * warp is 32 consecutive linear indices from a multiple of 32,
 			 * so the lane is the index mod 32. The index is what warp_id
-			 * is made of (below, the same reads, which LLVM shares); %laneid
+			 * is made of (above); %laneid
 			 * would be one more S2R on every warp's way out (threadhist,
 			 * in one process on an H200: stencil 1.0405 -> 1.0374, decode
 			 * 1.0281 -> 1.0267; bench/gpu/README.md). The splicer's hoister
@@ -258,16 +268,7 @@ static int wrapper_ir(size_t *cnt, uint32_t (*guard)[GPUEXT_PTX_MAX_PROGS],
 				  "lead:\n");
 			else if (e == GPUEXT_PTX_PROBE_EXIT)
 				W("  %%mask = call i32 @llvm.nvvm.activemask()\n"
-				  "  %%e_tz = call i32 @llvm.nvvm.read.ptx.sreg.tid.z()\n"
-				  "  %%e_ny = call i32 @llvm.nvvm.read.ptx.sreg.ntid.y()\n"
-				  "  %%e_ty = call i32 @llvm.nvvm.read.ptx.sreg.tid.y()\n"
-				  "  %%e_nx = call i32 @llvm.nvvm.read.ptx.sreg.ntid.x()\n"
-				  "  %%e_tx = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
-				  "  %%e1 = mul i32 %%e_tz, %%e_ny\n"
-				  "  %%e2 = add i32 %%e1, %%e_ty\n"
-				  "  %%e3 = mul i32 %%e2, %%e_nx\n"
-				  "  %%e4 = add i32 %%e3, %%e_tx\n"
-				  "  %%l0 = and i32 %%e4, 31\n"
+				  "  %%l0 = and i32 %%lt4, 31\n"
 				  "  %%isl = icmp eq i32 %%l0, 0\n"
 				  "  br i1 %%isl, label %%lead, label %%join\n"
 				  "lead:\n");
@@ -320,10 +321,6 @@ static int wrapper_ir(size_t *cnt, uint32_t (*guard)[GPUEXT_PTX_MAX_PROGS],
 		W("  %%lane = call i32 @llvm.nvvm.read.ptx.sreg.laneid()\n"
 		  "  %%f_lane = getelementptr inbounds i8, ptr %%ctx, i64 %u\n"
 		  "  store i32 %%lane, ptr %%f_lane, align 4\n"
-		  "  %%lt1 = mul i32 %%tid_z, %%ntid_y\n"
-		  "  %%lt2 = add i32 %%lt1, %%tid_y\n"
-		  "  %%lt3 = mul i32 %%lt2, %%ntid_x\n"
-		  "  %%lt4 = add i32 %%lt3, %%tid_x\n"
 		  "  %%warp = lshr i32 %%lt4, 5\n"
 		  "  %%f_warp = getelementptr inbounds i8, ptr %%ctx, i64 %u\n"
 		  "  store i32 %s, ptr %%f_warp, align 4\n"
