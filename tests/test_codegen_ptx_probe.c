@@ -431,14 +431,15 @@ static void test_tools(void)
 			if (!strcmp(tools[i], "kerneldur"))
 				CHECK_STR_CONTAINS(text, "atom.global.max.u64");
 			/*
-			 * The ring tools reserve through one block-scope (L1-cacheable)
-			 * look at the shard's prod and cons (+0, +8); "full" seen so is
-			 * trusted only for GPUEXT_PTX_RB_FULL_NS after the header's
-			 * full_ns (+24, read so too), else prod and cons are read again at
-			 * device scope, relaxed (an acquire would invalidate the whole L1),
-			 * and a writer that sees it full so stamps full_ns at device scope.
-			 * Drops are counted on the line after the headers (rounded up to
-			 * 128 bytes), not in the header the first look reads.
+			 * The ring tools reserve through a block-scope (L1-cacheable)
+			 * look at the shard header's full_mark (+24) first: a mark under
+			 * GPUEXT_PTX_RB_FULL_TICKS ticks old for no more bytes is a drop at
+			 * once; else at prod and cons (+0, +8). "Full" seen so is trusted
+			 * only while the mark is recent, else prod and cons are read again
+			 * at device scope, relaxed (an acquire would invalidate the whole
+			 * L1), and a writer that sees it full so stamps the mark at device
+			 * scope. Drops are counted on the line after the headers (rounded
+			 * up to 128 bytes), not in the header the first look reads.
 			 */
 			/*
 			 * launchlate's slot ring (probes.h): one relaxed returning add on
@@ -455,10 +456,21 @@ static void test_tools(void)
 			if (!strcmp(tools[i], "kernelretsnoop") || !strcmp(tools[i], "memtrace")) {
 				char window[32];
 
-				snprintf(window, sizeof(window), ", %d;", GPUEXT_PTX_RB_FULL_NS);
+				const char *mark, *look;
+
+				snprintf(window, sizeof(window), ", %d;", GPUEXT_PTX_RB_FULL_TICKS);
+				CHECK(strstr(text, window) != NULL);
+				snprintf(window, sizeof(window), ", %d;", GPUEXT_PTX_RB_MARK_SHIFT);
 				CHECK(strstr(text, window) != NULL);
 				CHECK(count_str(text, "ld.relaxed.cta.b64") >= 3);
 				CHECK(strstr(text, "+8];") && count_str(text, "+24];") >= 1);
+				/* the mark is the first look: before prod and cons */
+				mark = strstr(text, "ld.relaxed.cta.b64");
+				look = mark ? strstr(mark + 1, "ld.relaxed.cta.b64") : NULL;
+				CHECK(mark && strchr(mark, '\n') && strstr(mark, "+24];") &&
+				      strstr(mark, "+24];") < strchr(mark, '\n'));
+				CHECK(look && strstr(mark, "globaltimer") &&
+				      strstr(mark, "globaltimer") < look);
 				CHECK_EQ_INT(count_str(text, "ld.acquire.gpu"), 0);
 				CHECK(count_str(text, "ld.relaxed.gpu.b64") >= 2);
 				CHECK(strstr(text, ", 127;") != NULL);

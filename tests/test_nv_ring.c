@@ -82,7 +82,8 @@ static bool fk_is_cons(CUdeviceptr d, size_t n)
 {
 	struct nv_dmap *m = fk.m;
 
-	return m && m->rh_dev && n == 8 && d >= m->rh_dev &&
+	/* 8 bytes (cons) from the tidy kernel, 24 (cons, spare, full_mark) from tidy_by_calls */
+	return m && m->rh_dev && (n == 8 || n == 24) && d >= m->rh_dev &&
 	       d < m->rh_dev + m->nr_shards * sizeof(struct gpuext_ptx_ringbuf_hdr);
 }
 
@@ -129,7 +130,7 @@ static CUresult fk_memset32(CUdeviceptr d, unsigned v, size_t n, CUstream st)
 	return 0;
 }
 
-/* The tidy kernel as nv_maps.c's PTX does it: per block, zero both ranges, then cons. */
+/* The tidy kernel as nv_maps.c's PTX does it: per block, zero both ranges, then cons, then the mark. */
 static CUresult fk_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
 			  unsigned by, unsigned bz, unsigned shm, CUstream st, void **params,
 			  void **extra)
@@ -147,6 +148,7 @@ static CUresult fk_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, u
 			if (fk_is_cons(e[i].cons_addr, 8))
 				fk_cons_check(e[i].cons_addr, e[i].cons);
 			memcpy((void *)(uintptr_t)e[i].cons_addr, &e[i].cons, 8);
+			memset((void *)(uintptr_t)(e[i].cons_addr + 16), 0, 8);	/* full_mark */
 		}
 	}
 	fk.launches++;
@@ -350,8 +352,12 @@ static void test_ring_drain_with(enum drain_mode mode)
 				CHECK_EQ_INT(dev_put(&d, k, rec, 40, 0), 0);
 				seq[k]++;
 			}
+		/* a writer saw shard 0 full: its mark goes when cons moves (ptx.h, full_mark) */
+		hd[0].full_mark = (uint64_t)(1000 + round) << 32 | 48;
 		fk.dtohs = 0;
 		CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m, fk_t, &s, &moved), 0);
+		CHECK_EQ_U64(hd[0].full_mark, 0);
+		CHECK_EQ_U64(hd[0].spare, 0);
 		CHECK_EQ_U64(moved, 80);
 		/* the headers, then both shards' ranges in one copy, twice (they are neighbours) */
 		CHECK_EQ_INT(fk.dtohs, 3);
@@ -390,8 +396,10 @@ static void test_ring_drain_with(enum drain_mode mode)
 			rec[0] = (uint64_t)1 << 32 | seq[1]++;
 			CHECK_EQ_INT(dev_put(&d, 1, rec, 40, 0), 0);
 			fk.fail_launch = i == 0;
+			hd[1].full_mark = (uint64_t)7 << 32 | 48;
 			CHECK_EQ_INT(nv_ring_drain(&cu, NULL, &m, fk_t, &s, &moved), 0);
 			CHECK_EQ_U64(moved, 2);
+			CHECK_EQ_U64(hd[1].full_mark, 0);
 			CHECK(fk_t->fn != NULL && fk_t->warned);
 			CHECK_EQ_U64(hd[0].cons, hd[0].prod);
 			CHECK_EQ_U64(hd[1].cons, hd[1].prod);

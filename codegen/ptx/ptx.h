@@ -129,7 +129,7 @@ struct gpuext_ptx_ringbuf_hdr {
 	uint64_t prod;		/* producer position in the shard (reserve: CAS) */
 	uint64_t cons;		/* consumer position in the shard (host) */
 	uint64_t spare;		/* 0, unused: the drop counters have their own lines (below) */
-	uint64_t full_ns;	/* %globaltimer when a writer last saw the shard full (device) */
+	uint64_t full_mark;	/* when a writer last saw the shard full, and for what size (below) */
 };
 
 /*
@@ -155,7 +155,7 @@ static inline size_t gpuext_ptx_rb_aux_bytes(uint32_t nr_slots)
 
 /*
  * How long a writer trusts a shard it sees full through a possibly stale
- * copy of its header (the SM's L1), by full_ns: past it, it reads prod and
+ * copy of its header (the SM's L1), by full_mark: past it, it reads prod and
  * cons again at device scope (ptx_runtime.c, gx.rb_reserve_n). It bounds the
  * records dropped after the host drained a full shard: for up to this long
  * after a drain the writers that saw the shard full still drop (the mirror
@@ -167,6 +167,27 @@ static inline size_t gpuext_ptx_rb_aux_bytes(uint32_t nr_slots)
  * against 1.0250 / 1.0260, 10 interleaved rounds, H100).
  */
 #define GPUEXT_PTX_RB_FULL_NS 1048576
+
+/*
+ * full_mark, one word so that it is read and written whole: bits 63..32 hold
+ * %globaltimer >> GPUEXT_PTX_RB_MARK_SHIFT (ticks of 1.024 us, modulo 2^32:
+ * they wrap every 73 minutes, and an age is their difference modulo 2^32),
+ * bits 31..0 the bytes the writer that saw the shard full asked for (a group
+ * of records in per-thread mode; never 0, so 0 is "no mark"). A writer's
+ * first look reads the mark alone, and drops at once when the mark is under
+ * GPUEXT_PTX_RB_FULL_TICKS old and for no more bytes than it asks: on a full
+ * ring that is one L1 hit and a compare per drop. A smaller request goes on
+ * to read prod and cons, so the records that still fit are taken. The host
+ * clears the mark when it moves cons (nv_maps.c), so a writer that reads the
+ * header after a drain does not drop by it.
+ */
+#define GPUEXT_PTX_RB_MARK_SHIFT 10
+#define GPUEXT_PTX_RB_FULL_TICKS 1024
+_Static_assert(GPUEXT_PTX_RB_FULL_TICKS << GPUEXT_PTX_RB_MARK_SHIFT == GPUEXT_PTX_RB_FULL_NS,
+	       "the mark's window is GPUEXT_PTX_RB_FULL_NS");
+_Static_assert(offsetof(struct gpuext_ptx_ringbuf_hdr, full_mark) ==
+		       offsetof(struct gpuext_ptx_ringbuf_hdr, cons) + 16,
+	       "the tidy kernel clears the mark 16 bytes past cons");
 
 /*
  * A hash map on the device (BPF_MAP_TYPE_HASH; LRU_HASH is placed the same

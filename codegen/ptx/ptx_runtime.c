@@ -385,36 +385,53 @@ static const char rt_common[] =
 	 * kernelretsnoop 1.157x, 1.126x).
 	 */
 	/*
-	 * The first look is a block-scope load of prod and cons (ld.relaxed.cta:
-	 * atomic, so no data race, yet the SM's L1 may answer it from an old
-	 * copy, which device scope forbids): a stale prod only fails the CAS, which returns
-	 * the current one; a stale cons is smaller than the current one, so space
-	 * it calls free is free. Only "full" needs care: a shard seen full through
-	 * an old copy may have been drained since. So a full shard is trusted only
-	 * if the header's full_ns (written below by whoever last saw it full with
-	 * device-scope loads) is less than GPUEXT_PTX_RB_FULL_NS old by
-	 * %globaltimer; otherwise both are read again at device scope. That
-	 * re-read is relaxed: an acquire also invalidates the SM's whole L1, the
-	 * kernel's own data with it (kernelretsnoop on a stencil whose every block
-	 * drops, H100: 1.077x with an acquire, 1.070x relaxed). A saturated ring
-	 * then costs a drop an L1 hit, not an L2 round trip, at the price of
-	 * dropping for up to that long after the host drained it. The drop
-	 * counter is on a line of its own (ptx.h), so counting a drop leaves
-	 * the header's L1 copy alone. full_ns is on the header's line and is
-	 * loaded with prod and cons, used or not, so a drop waits for one L1
-	 * hit, not two in a row (kernelretsnoop on the stencil, every block
-	 * dropping, 10 interleaved rounds on an H100: 1.0275x against 1.0299x).
+	 * The first look is a block-scope load (ld.relaxed.cta: atomic, so no
+	 * data race, yet the SM's L1 may answer it from an old copy, which
+	 * device scope forbids). It reads the header's full_mark alone first
+	 * (ptx.h): a mark under GPUEXT_PTX_RB_FULL_NS old, left by a writer that
+	 * saw the shard full at device scope for no more bytes than this one
+	 * asks, is a drop at once: on a saturated ring that is one L1 hit and a
+	 * compare, not three loads and the space arithmetic (kernelretsnoop with
+	 * its ring full, stencil / decode, H200, hand-edited PTX side by side:
+	 * 1.035 / 1.036 -> 1.028 / 1.034). Otherwise prod and cons, block scope
+	 * too: a stale prod only fails the CAS, which returns the current one; a
+	 * stale cons is smaller than the current one, so space it calls free is
+	 * free. Only "full" needs care: a shard seen full through an old copy
+	 * may have been drained since. So a full shard is trusted only while
+	 * the mark is recent; otherwise both are read again at device scope.
+	 * That re-read is relaxed: an acquire also invalidates the SM's whole
+	 * L1, the kernel's own data with it (kernelretsnoop on a stencil whose
+	 * every block drops, H100: 1.077x with an acquire, 1.070x relaxed). A
+	 * saturated ring then costs a drop an L1 hit, not an L2 round trip, at
+	 * the price of dropping for up to that long after the host drained it
+	 * (the host clears the mark as it moves cons, so only writers holding
+	 * an old copy of the line do). The drop counter is on a line of its own
+	 * (ptx.h), so counting a drop leaves the header's L1 copy alone.
 	 */
 	"first:\n"
 	"  %fullp = getelementptr inbounds i8, ptr %hdr, i64 24\n"
+	"  %mark = load atomic i64, ptr %fullp syncscope(\"block\") monotonic, align 8\n"
+	"  %now0 = call i64 @llvm.nvvm.read.ptx.sreg.globaltimer()\n"
+	"  %tk64 = lshr i64 %now0, " GX_XSTR(GPUEXT_PTX_RB_MARK_SHIFT) "\n"
+	"  %tk = trunc i64 %tk64 to i32\n"
+	"  %mhi = lshr i64 %mark, 32\n"
+	"  %mtk = trunc i64 %mhi to i32\n"
+	"  %mtot = trunc i64 %mark to i32\n"
+	"  %age = sub i32 %tk, %mtk\n"	/* modulo 2^32 ticks */
+	"  %recent = icmp ult i32 %age, " GX_XSTR(GPUEXT_PTX_RB_FULL_TICKS) "\n"
+	"  %mtot1 = add i32 %mtot, -1\n"	/* 0 (no mark) wraps: covers nothing */
+	"  %tot32 = trunc i64 %tot to i32\n"	/* tot <= cap, a u32 */
+	"  %covers = icmp ult i32 %mtot1, %tot32\n"
+	"  %quick = and i1 %recent, %covers\n"
+	"  br i1 %quick, label %drop, label %look\n"
+	"look:\n"
 	"  %wprod = load atomic i64, ptr %hdr syncscope(\"block\") monotonic, align 8\n"
 	"  %wcons = load atomic i64, ptr %consp syncscope(\"block\") monotonic, align 8\n"
-	"  %stamped = load atomic i64, ptr %fullp syncscope(\"block\") monotonic, align 8\n"
 	"  br label %loop\n"
 	"loop:\n"
-	"  %prod = phi i64 [ %wprod, %first ], [ %seen, %again ], [ %sprod, %recheck ]\n"
-	"  %cons = phi i64 [ %wcons, %first ], [ %acons, %again ], [ %scons, %recheck ]\n"
-	"  %strong = phi i1 [ false, %first ], [ true, %again ], [ true, %recheck ]\n"
+	"  %prod = phi i64 [ %wprod, %look ], [ %seen, %again ], [ %sprod, %recheck ]\n"
+	"  %cons = phi i64 [ %wcons, %look ], [ %acons, %again ], [ %scons, %recheck ]\n"
+	"  %strong = phi i1 [ false, %look ], [ true, %again ], [ true, %recheck ]\n"
 	/*
 	 * In-shard arithmetic in 32 bits: offsets, the padding and the group's
 	 * bytes are below the shard size (a u32; tot <= cap was checked), and
@@ -460,18 +477,21 @@ static const char rt_common[] =
 	"  %full = icmp ugt i64 %used, %cap\n"
 	"  br i1 %full, label %isfull, label %cas\n"
 	"isfull:\n"
-	"  %now = call i64 @llvm.nvvm.read.ptx.sreg.globaltimer()\n"
 	"  br i1 %strong, label %stamp, label %weakfull\n"
+	/* Full through the L1 copy, and a mark (of a larger group) under the window old: a drop. */
 	"weakfull:\n"
-	"  %age = sub i64 %now, %stamped\n"
-	"  %recent = icmp ult i64 %age, " GX_XSTR(GPUEXT_PTX_RB_FULL_NS) "\n"
 	"  br i1 %recent, label %drop, label %recheck\n"
 	"recheck:\n"
 	"  %scons = load atomic i64, ptr %consp syncscope(\"device\") monotonic, align 8\n"
 	"  %sprod = load atomic i64, ptr %hdr syncscope(\"device\") monotonic, align 8\n"
 	"  br label %loop\n"
 	"stamp:\n"
-	"  store atomic i64 %now, ptr %fullp syncscope(\"device\") monotonic, align 8\n"
+	"  %now = call i64 @llvm.nvvm.read.ptx.sreg.globaltimer()\n"
+	"  %stk = lshr i64 %now, " GX_XSTR(GPUEXT_PTX_RB_MARK_SHIFT) "\n"
+	"  %stkh = shl i64 %stk, 32\n"
+	"  %totl = and i64 %tot, 4294967295\n"
+	"  %nmark = or i64 %stkh, %totl\n"
+	"  store atomic i64 %nmark, ptr %fullp syncscope(\"device\") monotonic, align 8\n"
 	"  br label %drop\n"
 	"cas:\n"
 	"  %pair = cmpxchg ptr %hdr, i64 %prod, i64 %np syncscope(\"device\") acquire monotonic, align 8\n"

@@ -181,7 +181,7 @@ struct bmap {
 	size_t bytes;
 	uint8_t *init;		/* NULL = zeros */
 	uint8_t *after;		/* device contents after the run */
-	uint64_t hdr[RING_AUX / 8];	/* ring buffer: prod, cons, spare, full_ns; drops at [RING_DROPS] */
+	uint64_t hdr[RING_AUX / 8];	/* ring buffer: prod, cons, spare, full_mark; drops at [RING_DROPS] */
 };
 
 struct bvar {
