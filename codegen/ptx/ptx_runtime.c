@@ -392,8 +392,12 @@ static const char rt_common[] =
 	 * saw the shard full at device scope for no more bytes than this one
 	 * asks, is a drop at once: on a saturated ring that is one L1 hit and a
 	 * compare, not three loads and the space arithmetic (kernelretsnoop with
-	 * its ring full, stencil / decode, H200, hand-edited PTX side by side:
-	 * 1.035 / 1.036 -> 1.028 / 1.034). Otherwise prod and cons, block scope
+	 * its ring full, stencil / decode, H200, ptxab side by side in one
+	 * process: 1.035 / 1.037 -> 1.026 / 1.032; memtrace at 2^22 in the
+	 * bench: 3.24x -> 2.95x on the H200, 2.81x -> 2.52x on the H100). A
+	 * mark for more bytes than this writer asks (a per-thread group's) does
+	 * not drop it: the lanes that try alone after their group did not fit
+	 * still take the records that fit. Otherwise prod and cons, block scope
 	 * too: a stale prod only fails the CAS, which returns the current one; a
 	 * stale cons is smaller than the current one, so space it calls free is
 	 * free. Only "full" needs care: a shard seen full through an old copy
