@@ -453,11 +453,19 @@ static void test_tools(void)
 					     0);
 				CHECK(count_str(text, "st.b64") + count_str(text, "st.v2.b64") >= 2);
 			}
+			/*
+			 * The ring's shard: from %smid, %warpid and %ctaid.x; kernelretsnoop
+			 * runs in warp 0 only (probe/exit/warp0), so without %warpid.
+			 */
+			if (!strcmp(tools[i], "kernelretsnoop"))
+				CHECK_EQ_INT(count_str(text, "%warpid"), 0);
+			if (!strcmp(tools[i], "memtrace"))
+				CHECK(count_str(text, "%warpid") >= 1);
 			if (!strcmp(tools[i], "kernelretsnoop") || !strcmp(tools[i], "memtrace")) {
 				char window[32];
-
 				const char *mark, *look;
 
+				CHECK(count_str(text, "%smid") >= 1 && count_str(text, "%ctaid.x") >= 1);
 				snprintf(window, sizeof(window), ", %d;", GPUEXT_PTX_RB_FULL_TICKS);
 				CHECK(strstr(text, window) != NULL);
 				snprintf(window, sizeof(window), ", %d;", GPUEXT_PTX_RB_MARK_SHIFT);

@@ -105,6 +105,8 @@ struct gpuext_ptx_map_desc {
  * one hot address per SM (16 warps of an SM taking turns on one CAS made
  * memtrace 8.5x on a 2^16-element kernel, H100; 4 shards an SM 4.2x, 8
  * 3.3x); %ctaid.x spreads blocks whose warp 0s sit in the same warp slot.
+ * Probes that all run in warp 0 only (probe/EVENT/warp0, kernelretsnoop)
+ * leave %warpid out: (%smid x 8 + %ctaid.x mod 8) & (nr_slots - 1).
  * A record must fit one shard (size + 8 <= max_entries), and since records
  * never wrap, an empty shard takes it from any position only if it holds
  * 2 (size + 8) - 8 bytes: the NVIDIA host sizes the shards so, by the

@@ -26,10 +26,14 @@ int gpuext_ptx_runtime_ir(size_t map_cnt, bool per_thread, bool with_vars, const
  * kernel, with each map's type, key_size, value_size and stride (@shapes,
  * @map_cnt of them; the rest of each entry is ignored) compiled in as
  * constants, so O2 specialises every map helper to its map. The host fills
- * gpuext_rt_maps exactly as for the generic runtime. 0, -EINVAL, -ENOMEM.
+ * gpuext_rt_maps exactly as for the generic runtime. @warp0_only: every
+ * probe of the object runs in warp 0 of its block only (probe/EVENT/warp0 or
+ * /first), so a ring shard is chosen from %smid and %ctaid.x alone: %warpid
+ * would spread nothing more (warp 0 of each block writes) and its S2R is on
+ * every block's way out. 0, -EINVAL, -ENOMEM.
  */
 int gpuext_ptx_runtime_ir_shaped(size_t map_cnt, const struct gpuext_ptx_map_desc *shapes,
-				 bool per_thread, bool with_vars, char **out);
+				 bool per_thread, bool with_vars, bool warp0_only, char **out);
 
 /* Is @sm one gpuext emits for ("sm_75" .. "sm_90")? */
 bool gpuext_ptx_sm_supported(const char *sm);

@@ -984,7 +984,12 @@ int gpuext_ptx_probe_emit(struct gpuext_object *obj, const char *sm, bool per_th
 			/* what the host writes for an array or a hash (hal/nvidia/nv_maps.c) */
 			shapes[i].max_entries = gpuext_map__max_entries(m);
 		}
-		err = shapes ? gpuext_ptx_runtime_ir_shaped(nm, shapes, per_thread, vars, &ir) :
+		bool w0 = nprogs > 0;	/* does only warp 0 of a block ever run a probe? */
+
+		for (int e = 0; e < GPUEXT_PTX_PROBE_NR; e++)
+			for (size_t i = 0; i < cnt[e]; i++)
+				w0 &= (guard[e][i] & GPUEXT_PTX_GUARD_WARP0) != 0;
+		err = shapes ? gpuext_ptx_runtime_ir_shaped(nm, shapes, per_thread, vars, w0, &ir) :
 			       -ENOMEM;
 		free(shapes);
 	}

@@ -289,7 +289,9 @@ static const char rt_common[] =
 	/* ---- ring buffer ---- */
 	/*
 	 * A ring is nr_slots shards (ptx.h); a warp's is chosen from %smid,
-	 * %warpid and %ctaid.x (ptx.h), so warps do not all CAS one address.
+	 * %warpid and %ctaid.x (ptx.h), so warps do not all CAS one address
+	 * (%warpid left out where only warp 0 of a block runs probes: below,
+	 * gpuext_ptx_runtime_ir_shaped).
 	 * Every atomic is device (gpu) scope: the ring is in device memory and
 	 * the host only touches it between copies on its own stream, never
 	 * through a shared mapping.
@@ -1381,7 +1383,7 @@ static int replace_all(char **buf, size_t *len, const char *from, const char *to
  * into the "constant" are the ones the code reads from memory.
  */
 int gpuext_ptx_runtime_ir_shaped(size_t map_cnt, const struct gpuext_ptx_map_desc *shapes,
-				 bool per_thread, bool with_vars, char **out)
+				 bool per_thread, bool with_vars, bool warp0_only, char **out)
 {
 	static const char *const launder[][2] = {
 		/* base (field 0): also 8-aligned, which LLVM then knows (one st.u64, not eight st.u8) */
@@ -1412,6 +1414,16 @@ int gpuext_ptx_runtime_ir_shaped(size_t map_cnt, const struct gpuext_ptx_map_des
 	len = strlen(buf);
 	for (size_t i = 0; n >= 0 && i < sizeof(launder) / sizeof(launder[0]); i++)
 		n = replace_all(&buf, &len, launder[i][0], launder[i][1]);
+	/*
+	 * Only warp 0 of a block writes (every probe is warp0-guarded): the
+	 * shard from %smid and %ctaid.x. Warp 0 of a block of 8k warps sits in
+	 * a hardware slot that is a multiple of 8, so %warpid added nothing
+	 * there, and its S2R cost kernelretsnoop ~0.2 points on the decode step
+	 * (H200, ring full, ptxab: 1.0293-1.0296 -> 1.0271-1.0280).
+	 */
+	if (n >= 0 && warp0_only)
+		n = replace_all(&buf, &len, "  %wp = call i32 @llvm.nvvm.read.ptx.sreg.warpid()\n",
+				"  %wp = add i32 0, 0\n");
 	/* gpuext_rt_map_value(): base 0 (a table never filled) -> the scratch below */
 	if (n >= 0)
 		n = replace_all(&buf, &len, "  %a = add i64 %base, %o\n",
