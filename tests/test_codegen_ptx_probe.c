@@ -457,8 +457,18 @@ static void test_tools(void)
 			 * The ring's shard: from %smid, %warpid and %ctaid.x; kernelretsnoop
 			 * runs in warp 0 only (probe/exit/warp0), so without %warpid.
 			 */
-			if (!strcmp(tools[i], "kernelretsnoop"))
+			if (!strcmp(tools[i], "kernelretsnoop")) {
+				const char *st = strstr(text, "st.relaxed.gpu.b64 \t[");
+				char reg[16] = "", orl[48];
+
 				CHECK_EQ_INT(count_str(text, "%warpid"), 0);
+				/* its record takes 48 bytes: the mark it stores is (ticks << 32) | 48 */
+				CHECK(st && sscanf(st, "st.relaxed.gpu.b64 \t[%*[^]]], %15[^;];", reg) == 1);
+				snprintf(orl, sizeof(orl), "or.b64 \t%s, ", reg);
+				CHECK(reg[0] && strstr(text, orl) &&
+				      strstr(strstr(text, orl), ", 48;") &&
+				      strchr(strstr(text, orl), '\n') > strstr(strstr(text, orl), ", 48;"));
+			}
 			if (!strcmp(tools[i], "memtrace"))
 				CHECK(count_str(text, "%warpid") >= 1);
 			if (!strcmp(tools[i], "kernelretsnoop") || !strcmp(tools[i], "memtrace")) {
@@ -622,6 +632,8 @@ static void test_guards(void)
 		CHECK(fx && !strstr(fx, "%tid."));
 		/* under a warp 0 guard the exit's lane 0 is told by %laneid (nothing else needs %tid) */
 		CHECK(fx && (m == 1 || strstr(fx, "%laneid")));
+		/* the entry runs in all warps of block 0: the exit's ring keeps %warpid in its shard */
+		CHECK(fx && strstr(fx, "%warpid") && strstr(fx, "%smid"));
 		free(fx);
 		fx = func_text(text, "gpuext_probe_entry");
 		CHECK(fx && !strstr(fx, "%ctaid."));

@@ -35,6 +35,8 @@ static struct {
 	void *allocs[32];
 	int nallocs;
 	int cons_writes, cons_dirty, memsets, fail_dtoh, dtohs, launches, fail_launch;
+	int mark_clears, mark_early;	/* tidy_by_calls: mark copies, and those not right after cons */
+	CUdeviceptr cons_at;		/* the header whose cons was copied last */
 	void (*mid_copy)(void);	/* one shot, in the next data DtoH */
 } fk;
 
@@ -82,8 +84,7 @@ static bool fk_is_cons(CUdeviceptr d, size_t n)
 {
 	struct nv_dmap *m = fk.m;
 
-	/* 8 bytes (cons) from the tidy kernel, 24 (cons, spare, full_mark) from tidy_by_calls */
-	return m && m->rh_dev && (n == 8 || n == 24) && d >= m->rh_dev &&
+	return m && m->rh_dev && n == 8 && d >= m->rh_dev &&
 	       d < m->rh_dev + m->nr_shards * sizeof(struct gpuext_ptx_ringbuf_hdr);
 }
 
@@ -95,6 +96,11 @@ static CUresult fk_htod(CUdeviceptr d, const void *s, size_t n, CUstream st)
 
 		memcpy(&to, s, 8);
 		fk_cons_check(d, to);
+		fk.cons_at = d;
+	} else if (fk_is_cons(d - 8, 8) && n == 16) {
+		/* spare and full_mark cleared: only after this header's cons was written */
+		fk.mark_clears++;
+		fk.mark_early += fk.cons_at != d - 8;
 	}
 	memcpy((void *)(uintptr_t)d, s, n);
 	return 0;
@@ -382,6 +388,9 @@ static void test_ring_drain_with(enum drain_mode mode)
 			}
 	CHECK(fk.cons_writes >= 80);
 	CHECK_EQ_INT(fk.cons_dirty, 0);	/* zeroed before every cons write */
+	/* without the tidy kernel: a mark cleared with every cons, each right after it */
+	CHECK(mode == DRAIN_TIDY ? fk.mark_clears == 0 : fk.mark_clears == fk.cons_writes);
+	CHECK_EQ_INT(fk.mark_early, 0);
 	CHECK(mode == DRAIN_MEMSET ? fk.memsets > 0 : fk.memsets == 0);
 	/* the tidy kernel: one launch a drain, for both shards */
 	CHECK_EQ_INT(fk.launches, mode == DRAIN_TIDY ? 100 : 0);

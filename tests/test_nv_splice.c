@@ -1271,11 +1271,10 @@ int main(void)
 	/* The preload's own kernels assemble too: the ring drain's tidy kernel (nv_maps.c). */
 	CHECK(assemble(nv_tidy_ptx(), strlen(nv_tidy_ptx()), "sm_80", "ring tidy kernel"));
 	CHECK(assemble(nv_tidy_ptx(), strlen(nv_tidy_ptx()), "sm_90", "ring tidy kernel"));
-	/* it clears the header's full_mark (cons + 16, ptx.h) after it writes cons */
-	CHECK(strstr(nv_tidy_ptx(), "st.volatile.global.u64 [%rd11], %rd12;\n") &&
-	      strstr(strstr(nv_tidy_ptx(), "st.volatile.global.u64 [%rd11], %rd12;\n"),
-		     "st.volatile.global.u64 [%rd11+16], %rd15;") &&
-	      strstr(nv_tidy_ptx(), "mov.u64 %rd15, 0;"));
+	/* it clears the header's full_mark (cons + 16, ptx.h) after it writes cons, behind a fence */
+	CHECK(strstr(nv_tidy_ptx(), "mov.u64 %rd15, 0;") &&
+	      strstr(nv_tidy_ptx(), "st.volatile.global.u64 [%rd11], %rd12;\n\tmembar.gl;\n"
+				    "\tst.volatile.global.u64 [%rd11+16], %rd15;"));
 	/* the L2 policy kernel (nv_maps.c, nv_l2keep_measure): createpolicy needs sm_80 */
 	CHECK(assemble(nv_l2keep_ptx(), strlen(nv_l2keep_ptx()), "sm_80", "L2 policy kernel"));
 	CHECK(assemble(nv_l2keep_ptx(), strlen(nv_l2keep_ptx()), "sm_90", "L2 policy kernel"));

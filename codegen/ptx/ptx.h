@@ -156,11 +156,12 @@ static inline size_t gpuext_ptx_rb_aux_bytes(uint32_t nr_slots)
 }
 
 /*
- * How long a writer trusts a shard it sees full through a possibly stale
- * copy of its header (the SM's L1), by full_mark: past it, it reads prod and
- * cons again at device scope (ptx_runtime.c, gx.rb_reserve_n). It bounds the
- * records dropped after the host drained a full shard: for up to this long
- * after a drain the writers that saw the shard full still drop (the mirror
+ * How long a writer trusts a shard's full_mark (below), read through a
+ * possibly stale copy of its header (the SM's L1): past it, or with no mark
+ * for its size, a shard it sees full is read again at device scope
+ * (ptx_runtime.c, gx.rb_reserve_n). It bounds the records dropped after the
+ * host drained a full shard: for up to this long after a drain the writers
+ * holding an old copy of the mark still drop (the mirror
  * drains every 100 ms, and the app thread's drains are held to 1% of its
  * time, so that is about 1% of a ring's delivery at most). Each such re-read
  * is an L2 round trip at a kernel's exit: at 32 us they cost the stencil above
@@ -188,8 +189,10 @@ static inline size_t gpuext_ptx_rb_aux_bytes(uint32_t nr_slots)
 _Static_assert(GPUEXT_PTX_RB_FULL_TICKS << GPUEXT_PTX_RB_MARK_SHIFT == GPUEXT_PTX_RB_FULL_NS,
 	       "the mark's window is GPUEXT_PTX_RB_FULL_NS");
 _Static_assert(offsetof(struct gpuext_ptx_ringbuf_hdr, full_mark) ==
-		       offsetof(struct gpuext_ptx_ringbuf_hdr, cons) + 16,
-	       "the tidy kernel clears the mark 16 bytes past cons");
+			       offsetof(struct gpuext_ptx_ringbuf_hdr, cons) + 16 &&
+		       offsetof(struct gpuext_ptx_ringbuf_hdr, spare) ==
+			       offsetof(struct gpuext_ptx_ringbuf_hdr, cons) + 8,
+	       "the host clears spare and the mark 8 and 16 bytes past cons (nv_maps.c)");
 
 /*
  * A hash map on the device (BPF_MAP_TYPE_HASH; LRU_HASH is placed the same

@@ -403,15 +403,20 @@ static const char rt_common[] =
 	 * too: a stale prod only fails the CAS, which returns the current one; a
 	 * stale cons is smaller than the current one, so space it calls free is
 	 * free. Only "full" needs care: a shard seen full through an old copy
-	 * may have been drained since. So a full shard is trusted only while
-	 * the mark is recent; otherwise both are read again at device scope.
-	 * That re-read is relaxed: an acquire also invalidates the SM's whole
-	 * L1, the kernel's own data with it (kernelretsnoop on a stencil whose
-	 * every block drops, H100: 1.077x with an acquire, 1.070x relaxed). A
-	 * saturated ring then costs a drop an L1 hit, not an L2 round trip, at
-	 * the price of dropping for up to that long after the host drained it
-	 * (the host clears the mark as it moves cons, so only writers holding
-	 * an old copy of the line do). The drop counter is on a line of its own
+	 * may have been drained since. So a full shard seen that way is read
+	 * again at device scope, and one still full gets a new mark for this
+	 * writer's bytes, which the writers after it drop by. (Until the
+	 * nineteenth session a full look was trusted while the stamp was
+	 * recent, whatever size had failed.) That re-read is relaxed: an
+	 * acquire also invalidates the SM's whole L1, the kernel's own data
+	 * with it (kernelretsnoop on a stencil whose every block drops, H100:
+	 * 1.077x with an acquire, 1.070x relaxed). A saturated ring then costs a
+	 * drop an L1 hit, not an L2 round trip, at the price of dropping for up
+	 * to that long after the host drained it: the host clears the mark as
+	 * it moves cons, so those are the writers that hold an old copy of the
+	 * line, and all writers only where a mark from a device-scope look at
+	 * the old cons lands just after the clear (a race of about a
+	 * microsecond, bounded by the window too). The drop counter is on a line of its own
 	 * (ptx.h), so counting a drop leaves the header's L1 copy alone.
 	 */
 	"first:\n"
@@ -482,11 +487,13 @@ static const char rt_common[] =
 	"  %pad = zext i32 %pad32 to i64\n"
 	"  %full = icmp ugt i64 %used, %cap\n"
 	"  br i1 %full, label %isfull, label %cas\n"
+	/*
+	 * Full through the block-scope look, with no mark that covers this
+	 * writer (none, too old, or for a larger group): read again at device
+	 * scope. A drop on that look alone could be a stale copy's.
+	 */
 	"isfull:\n"
-	"  br i1 %strong, label %stamp, label %weakfull\n"
-	/* Full through the L1 copy, and a mark (of a larger group) under the window old: a drop. */
-	"weakfull:\n"
-	"  br i1 %recent, label %drop, label %recheck\n"
+	"  br i1 %strong, label %stamp, label %recheck\n"
 	"recheck:\n"
 	"  %scons = load atomic i64, ptr %consp syncscope(\"device\") monotonic, align 8\n"
 	"  %sprod = load atomic i64, ptr %hdr syncscope(\"device\") monotonic, align 8\n"

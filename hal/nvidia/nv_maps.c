@@ -268,9 +268,10 @@ static CUresult ring_zero(const struct nv_api *cu, CUstream st, struct nv_dmap *
  * The tidy kernel: one block per table entry zeroes the entry's (at most two)
  * byte ranges, waits for its threads (bar.sync), and only then, after a
  * fence, thread 0 writes the shard's new cons: the device sees cons move only
- * once the space it frees reads 0. Then it clears the header's full_mark
- * (16 bytes past cons, ptx.h), so writers that read the header afresh do not
- * drop by a mark from before the drain. It replaces two or three calls per
+ * once the space it frees reads 0. Then, after another fence, it clears the
+ * header's full_mark (16 bytes past cons, ptx.h), so writers that read the
+ * header afresh do not drop by a mark from before the drain, and one that
+ * sees the mark cleared sees the new cons. It replaces two or three calls per
  * consumed shard (memsets and a cons copy) with one launch per drain. The
  * table (struct nv_tidy_ent) is filled in pinned staging and copied to the
  * device before the launch, in stream order; the addresses in it are device
@@ -331,6 +332,7 @@ static const char tidy_ptx[] =
 	"	cvta.to.global.u64 %rd11, %rd11;\n"
 	"	membar.gl;\n"
 	"	st.volatile.global.u64 [%rd11], %rd12;\n"
+	"	membar.gl;\n"	/* a writer that sees the mark cleared sees the new cons */
 	"	st.volatile.global.u64 [%rd11+16], %rd15;\n"	/* full_mark: ptx.h */
 	"DONE:\n"
 	"	ret;\n"
@@ -528,14 +530,19 @@ static CUresult tidy_by_calls(const struct nv_api *cu, CUstream st, struct nv_dm
 			r = ring_zero(cu, st, m, e[i].a1 - m->dptr, e[i].n1);
 		if (r != CUDA_SUCCESS)
 			break;
-		/* pinned: read by the copy below, after the zeroing; cons, spare (0) and the mark cleared */
+		/*
+		 * Pinned: read by the copies below, after the zeroing. cons, then
+		 * (spare and) the mark cleared, in stream order: a writer that sees
+		 * the mark cleared sees the new cons, as with the tidy kernel.
+		 */
 		m->rh[k].cons = e[i].cons;
 		m->rh[k].spare = 0;
 		m->rh[k].full_mark = 0;
-		r = cu->MemcpyHtoDAsync(e[i].cons_addr, &m->rh[k].cons,
-					sizeof(struct gpuext_ptx_ringbuf_hdr) -
-						offsetof(struct gpuext_ptx_ringbuf_hdr, cons),
-					st);
+		r = cu->MemcpyHtoDAsync(e[i].cons_addr, &m->rh[k].cons, sizeof(m->rh[k].cons), st);
+		if (r == CUDA_SUCCESS)
+			r = cu->MemcpyHtoDAsync(e[i].cons_addr + 8, &m->rh[k].spare,
+						sizeof(m->rh[k].spare) + sizeof(m->rh[k].full_mark),
+						st);
 	}
 	return r;
 }

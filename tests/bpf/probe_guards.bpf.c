@@ -4,6 +4,9 @@
  * block (0,0,0) only; of the two exit probes, one runs in warp 0 of every
  * block and one in warp 0 of block (0,0,0), so the exit sites test warp 0
  * (what both ask) and the second program tests block (0,0,0) itself.
+ * The warp 0 exit also writes a ring: not every probe of the object runs in
+ * warp 0 only (the entry's block 0 guard takes all its warps), so the ring's
+ * shard is still chosen with %warpid (ptx_runtime.c, warp0_only).
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -15,6 +18,11 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } hits SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 16);
+} exits SEC(".maps");
 
 static __always_inline void hit(__u32 key)
 {
@@ -41,9 +49,16 @@ int guard_entry(struct gpuext_probe_ctx *ctx)
 SEC("probe/exit/warp0")
 int guard_exit_warp0(struct gpuext_probe_ctx *ctx)
 {
+	__u64 *r;
+
 	if (ctx->warp_id != 0)
 		return 0;
 	hit(1);
+	r = bpf_ringbuf_reserve(&exits, sizeof(*r), 0);
+	if (r) {
+		*r = ctx->timer_ns;
+		bpf_ringbuf_submit(r, 0);
+	}
 	return 0;
 }
 
