@@ -136,7 +136,7 @@ static CUresult fk_memset32(CUdeviceptr d, unsigned v, size_t n, CUstream st)
 	return 0;
 }
 
-/* The tidy kernel as nv_maps.c's PTX does it: per block, zero both ranges, then cons, then the mark. */
+/* The tidy kernel as nv_maps.c's PTX does it: per block, zero both ranges, then cons, the mark. */
 static CUresult fk_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
 			  unsigned by, unsigned bz, unsigned shm, CUstream st, void **params,
 			  void **extra)

@@ -972,6 +972,7 @@ int gpuext_ptx_probe_emit(struct gpuext_object *obj, const char *sm, bool per_th
 	{
 		size_t nm = gpuext_object__map_cnt(obj);
 		struct gpuext_ptx_map_desc *shapes = calloc(nm ? nm : 1, sizeof(*shapes));
+		bool w0 = nprogs > 0;	/* does only warp 0 of a block ever run a probe? */
 
 		/* The same shape fields the host writes (ptx.h, hal/nvidia/nv_maps.c). */
 		for (size_t i = 0; shapes && i < nm; i++) {
@@ -984,8 +985,6 @@ int gpuext_ptx_probe_emit(struct gpuext_object *obj, const char *sm, bool per_th
 			/* what the host writes for an array or a hash (hal/nvidia/nv_maps.c) */
 			shapes[i].max_entries = gpuext_map__max_entries(m);
 		}
-		bool w0 = nprogs > 0;	/* does only warp 0 of a block ever run a probe? */
-
 		for (int e = 0; e < GPUEXT_PTX_PROBE_NR; e++)
 			for (size_t i = 0; i < cnt[e]; i++)
 				w0 &= (guard[e][i] & GPUEXT_PTX_GUARD_WARP0) != 0;

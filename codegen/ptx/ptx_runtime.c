@@ -416,8 +416,9 @@ static const char rt_common[] =
 	 * it moves cons, so those are the writers that hold an old copy of the
 	 * line, and all writers only where a mark from a device-scope look at
 	 * the old cons lands just after the clear (a race of about a
-	 * microsecond, bounded by the window too). The drop counter is on a line of its own
-	 * (ptx.h), so counting a drop leaves the header's L1 copy alone.
+	 * microsecond, bounded by the window too). The drop counter is on a
+	 * line of its own (ptx.h), so counting a drop leaves the header's L1
+	 * copy alone.
 	 */
 	"first:\n"
 	"  %fullp = getelementptr inbounds i8, ptr %hdr, i64 24\n"
