@@ -17,6 +17,7 @@
 #include "nvprobe.h"
 #include "ptx/ptx.h"
 #include "ptx_splice.h"
+#include "nv_twins.h"
 #include "ptx_text.h"
 #include "testlib.h"
 
@@ -339,6 +340,9 @@ static void splice_early(const char *bpf, const char *what)
 		fprintf(stderr, "%s: %s\n", what, err);
 		goto out;
 	}
+	/* the kernel's splice once: its flat twin (ptx_twin.c) repeats it */
+	CHECK_EQ_INT(nv_drop_twins(out), st.flat_twins);
+	olen = strlen(out);
 	CHECK_EQ_INT(st.exits_split, 1);
 	CHECK_EQ_INT(st.exit_sites, 2);
 	CHECK_EQ_INT(count(out, "@%p1 bra \t$__gxr1;"), 1);

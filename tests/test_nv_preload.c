@@ -530,7 +530,9 @@ static const char pack_ptx[] =
 	".func gpuext_probe_entry(.param .b64 k, .param .b64 g, .param .b64 a, "
 	".param .b64 v, .param .b32 s)\n{\n\t.reg .b64 %rd<3>;\n"
 	"\tld.global.u64 %rd1, [gpuext_rt_maps];\n"
-	"\tatom.global.add.u64 %rd2, [%rd1], 1;\n\tret;\n}\n";
+	"\tatom.global.add.u64 %rd2, [%rd1], 1;\n"
+	/* a z register read: the kernels get flat twins (hal/nvidia/ptx_twin.c) */
+	"\t{\n\t.reg .b32 %zr;\n\tmov.u32 %zr, %ctaid.z;\n\t}\n\tret;\n}\n";
 
 /* Removes a test's scratch directory, unless GPUEXT_KEEP_TMP asks to keep it. */
 static char *slurp(const char *path, size_t *len)
@@ -928,7 +930,8 @@ static void test_e2e(void)
 	/* The spliced PTX is what the driver loads (and JITs as a whole program). */
 	CHECK_STR_CONTAINS(run.log, "modload_ex ptx spliced=1");
 	CHECK_STR_CONTAINS(run.log, "libload ptx spliced=1");
-	CHECK_STR_CONTAINS(run.log, "launch_ptsz lib_noctx 6 32");
+	/* a library kernel (a CUkernel) runs its twin too */
+	CHECK_STR_CONTAINS(run.log, "launch_ptsz lib_noctx__gpuext_flat 6 32");
 	/* libk, lib_noctx at their launches, lib_graph when its graph node was added */
 	CHECK_EQ_INT(count_lines(run.log, "libglobal gpuext_rt_maps"), 3);
 	CHECK_STR_CONTAINS(run.log, "libglobal gpuext_rt_maps\nlibglobal gpuext_rt_gpu_id\n"
@@ -941,7 +944,15 @@ static void test_e2e(void)
 	CHECK_STR_CONTAINS(run.log, "modload elf spliced=0");
 	CHECK_STR_CONTAINS(run.log, "libglobal gpuext_rt_maps");
 	CHECK_EQ_INT(count_lines(run.log, "jit "), 5);
-	CHECK_STR_CONTAINS(run.log, "launch vadd 4 128");
+	/*
+	 * Flat launches run vadd's flat twin, whose probe reads 0 for %ctaid.z; a
+	 * grid two deep in z, and the captured launch, run vadd itself; the
+	 * attribute the app set went to both.
+	 */
+	CHECK_STR_CONTAINS(run.log, "launch vadd__gpuext_flat 4 128");
+	CHECK_STR_CONTAINS(run.log, "launch vadd 5 128\nsetattr vadd 8 4096\n"
+			   "setattr vadd__gpuext_flat 8 4096\nlaunch vadd__gpuext_flat 6 128\n");
+	CHECK_EQ_INT(count_lines(run.log, "launch vadd "), 2);	/* 5 x 128 and the captured one */
 	/* the refused launch and the captured one reached the driver (no record: below) */
 	CHECK_STR_CONTAINS(run.log, "launch refused");
 	CHECK_STR_CONTAINS(run.log, "capture_begin\nlaunch vadd 9 128\ncapture_end");
@@ -951,7 +962,7 @@ static void test_e2e(void)
 			   "graph_launch lib_graph 7 64\ngraph_enable 0\ngraph_update\ngraph_enable 1\n"
 			   "graph_exec_set 13\ngraph_launch lib_graph 7 64\ngraph_exec_set 17\n"
 			   "graph_launch lib_graph 7 64\ngraph_destroy");
-	CHECK_STR_CONTAINS(run.log, "launch_ptsz vadd 2 64");
+	CHECK_STR_CONTAINS(run.log, "launch_ptsz vadd__gpuext_flat 2 64");
 	/* The private pointer was matched by name: the export ran. */
 	CHECK_STR_CONTAINS(run.log, "launch_ex other_kernel 3 32");
 	CHECK(!strstr(run.log ? run.log : "", "launch_ex_private"));
@@ -990,14 +1001,14 @@ static void test_e2e(void)
 	nl = len / sizeof(*lr);
 	CHECK_EQ_INT(len % sizeof(*lr), 0);
 	/*
-	 * 6 launches and the graph's 4 (one kernel node, launched twice, then once
+	 * 8 launches and the graph's 4 (one kernel node, launched twice, then once
 	 * more after an update and a new grid, twice while disabled (once after
 	 * another update): no record,
 	 * once more enabled with another grid, once more after cuGraphExecNodeSetParams
 	 * gave it another); not the refused launch, nor the captured one.
 	 */
-	CHECK_EQ_INT(nl, 11);
-	if (lr && nl == 11) {
+	CHECK_EQ_INT(nl, 13);
+	if (lr && nl == 13) {
 		uint64_t gid = gx_kernel_id("lib_graph", 9);
 		unsigned ng = 0;
 
@@ -1010,7 +1021,10 @@ static void test_e2e(void)
 		for (size_t i = 0; i < nl; i++)
 			ng += lr[i].kernel_id == gid;
 		CHECK_EQ_INT(ng, 5);
+		/* a flat twin's launch is recorded as its kernel's (vadd) */
 		CHECK(has_launch(lr, nl, "vadd", 4, 128, run.pid));
+		CHECK(has_launch(lr, nl, "vadd", 5, 128, run.pid));
+		CHECK(has_launch(lr, nl, "vadd", 6, 128, run.pid));
 		CHECK(has_launch(lr, nl, "vadd", 2, 64, run.pid));
 		CHECK(has_launch(lr, nl, "other_kernel", 3, 32, run.pid));
 		CHECK(has_launch(lr, nl, "sass_kernel", 1, 32, run.pid));
@@ -1101,7 +1115,35 @@ static void test_e2e(void)
 	txt = slurp(path, NULL);
 	CHECK_STR_CONTAINS(txt, "atom.global.add.L2::cache_hint.u64");
 	CHECK_STR_CONTAINS(txt, ", 0x14f0000000000000;");
+	/* vadd and its flat twin, whose probe reads the constant */
+	CHECK_STR_CONTAINS(txt, ".visible .entry vadd(");
+	CHECK_STR_CONTAINS(txt, ".visible .entry vadd__gpuext_flat(");
+	CHECK(strstr(txt, "mov.u32 %zr, %ctaid.z;") &&
+	      strstr(txt, "mov.u32 %zr, %ctaid.z;") < strstr(txt, ".entry vadd__gpuext_flat("));
+	CHECK(strstr(txt, "mov.u32 %zr, 0;") &&
+	      strstr(txt, "mov.u32 %zr, 0;") > strstr(txt, ".entry vadd__gpuext_flat("));
 	free(txt);
+	/*
+	 * A twin that needs more registers than the kernel never runs (a launch
+	 * the app sized for the kernel could fail); nor one that refused an
+	 * attribute the app set, from then on.
+	 */
+	setenv("FAKECUDA_TWIN_REGS", "40", 1);
+	run_app(dir, cache, tmp, false, NULL, NULL, &run);
+	unsetenv("FAKECUDA_TWIN_REGS");
+	CHECK(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
+	CHECK_STR_CONTAINS(run.log, "launch vadd 4 128");
+	CHECK_STR_CONTAINS(run.log, "launch vadd 6 128");
+	CHECK(!strstr(run.log, "launch vadd__gpuext_flat"));
+	run_free(&run);
+	setenv("FAKECUDA_TWIN_SETATTR_FAIL", "1", 1);
+	run_app(dir, cache, tmp, false, NULL, NULL, &run);
+	unsetenv("FAKECUDA_TWIN_SETATTR_FAIL");
+	CHECK(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
+	CHECK_STR_CONTAINS(run.log, "launch vadd__gpuext_flat 4 128\n");
+	CHECK_STR_CONTAINS(run.log, "setattr vadd 8 4096\nsetattr vadd__gpuext_flat refused\n"
+			   "launch vadd 6 128\n");
+	run_free(&run);
 	for (int how = 0; how < 2; how++) {
 		setenv(how ? "GPUEXT_NV_L2_KEEP" : "FAKECUDA_L2_KEEP_FAIL", how ? "0" : "1", 1);
 		run_app(dir, cache, tmp, false, NULL, NULL, &run);

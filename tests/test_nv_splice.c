@@ -35,6 +35,7 @@
 #include "nvprobe.h"
 #include "ptx/ptx.h"
 #include "ptx_splice.h"
+#include "nv_twins.h"
 #include "ptx_text.h"
 #include "testlib.h"
 #include "nv/splice_test.h"
@@ -247,7 +248,7 @@ static void splice_one(const char *what, const char *ptx, size_t len, const stru
 {
 	struct gx_splice_stats st, st2;
 	struct counts c;
-	char err[256], label[256], *out = NULL, *out2 = NULL;
+	char err[256], label[256], *out = NULL, *out2 = NULL, *one;
 	size_t olen = 0, olen2 = 0;
 	int rc;
 
@@ -261,6 +262,20 @@ static void splice_one(const char *what, const char *ptx, size_t len, const stru
 	}
 	spliced_inputs++;
 	CHECK_EQ_U64(olen, strlen(out));
+	/*
+	 * Every instrumented kernel whose probes read a z register has a flat
+	 * twin after it (ptx_twin.c); the counts below are of the kernels'
+	 * splices, once each (one), and the twins go to ptxas with the rest.
+	 */
+	one = strdup(out);
+	CHECK(one != NULL);
+	if (!one) {
+		free(out);
+		return;
+	}
+	CHECK_EQ_INT(nv_drop_twins(one), st.flat_twins);
+	CHECK_EQ_INT(count_str(out, ".entry ") - count_str(one, ".entry "), st.flat_twins);
+	CHECK(st.flat_twins <= st.instrumented);
 	CHECK_EQ_INT(st.kernels, c.kernels);
 	CHECK_EQ_INT(st.instrumented, c.kernels);
 	CHECK_EQ_INT(st.entry_sites, c.kernels);
@@ -272,7 +287,7 @@ static void splice_one(const char *what, const char *ptx, size_t len, const stru
 	CHECK_EQ_INT(st.exit_sites, c.exits + st.exits_split);
 	if (st.exits_split)
 		CHECK(pc->pack.events & (1u << GX_PROBE_EXIT));
-	CHECK_EQ_INT(count_str(out, "$__gxr"), 2 * st.exits_split);
+	CHECK_EQ_INT(count_str(one, "$__gxr"), 2 * st.exits_split);
 	CHECK_EQ_INT(st.load_sites, c.loads);
 	CHECK_EQ_INT(st.store_sites, c.stores);
 	if (st.load_sites != c.loads || st.store_sites != c.stores ||
@@ -281,23 +296,23 @@ static void splice_one(const char *what, const char *ptx, size_t len, const stru
 			label, st.load_sites, st.store_sites, st.exit_sites, c.loads, c.stores,
 			c.exits + st.exits_split);
 	/* Every site is one call in the output. */
-	CHECK_EQ_INT(count_str(out, "// gpuext: gpuext_probe_entry inlined"), st.entry_sites);
-	CHECK_EQ_INT(count_str(out, "// gpuext: gpuext_probe_exit inlined"), st.exit_sites);
-	CHECK_EQ_INT(count_str(out, "// gpuext: gpuext_probe_load inlined"), st.load_sites);
-	CHECK_EQ_INT(count_str(out, "// gpuext: gpuext_probe_store inlined"), st.store_sites);
+	CHECK_EQ_INT(count_str(one, "// gpuext: gpuext_probe_entry inlined"), st.entry_sites);
+	CHECK_EQ_INT(count_str(one, "// gpuext: gpuext_probe_exit inlined"), st.exit_sites);
+	CHECK_EQ_INT(count_str(one, "// gpuext: gpuext_probe_load inlined"), st.load_sites);
+	CHECK_EQ_INT(count_str(one, "// gpuext: gpuext_probe_store inlined"), st.store_sites);
 	/* A load or store site's lanes reconverge after its body (ptx_splice.c, emit_site). */
-	CHECK_EQ_INT(count_str(out, "\tbar.warp.sync %gxs_m;\n"),
+	CHECK_EQ_INT(count_str(one, "\tbar.warp.sync %gxs_m;\n"),
 		     st.load_sites + st.store_sites);
 	/* Inlined, never called: cuLink's relocatable JIT would not inline a call. */
-	CHECK(!strstr(out, "call gpuext_probe_"));
+	CHECK(!strstr(one, "call gpuext_probe_"));
 	/* One entry call per kernel, and no context in local memory (the probes build it). */
-	CHECK_EQ_INT(count_str(out, "// gpuext: entry probe"), c.kernels);
-	CHECK(!strstr(out, "_ctx["));
+	CHECK_EQ_INT(count_str(one, "// gpuext: entry probe"), c.kernels);
+	CHECK(!strstr(one, "_ctx["));
 	/* The argument buffer is computed only when a probe reads ctx->args (offset 104). */
 	if (c.kernels && strstr(pc->pack.ptx, "// gpuext-ctx-words 0x010100f3\n"))
-		CHECK(!strstr(out, "cvta.param.u64"));
+		CHECK(!strstr(one, "cvta.param.u64"));
 	else if (c.kernels && !strstr(pc->pack.ptx, "// gpuext-ctx-words") && strstr(ptx, "_param_0"))
-		CHECK(strstr(out, "cvta.param.u64") != NULL);
+		CHECK(strstr(one, "cvta.param.u64") != NULL);
 	/* Deterministic. */
 	rc = gx_ptx_splice(ptx, len, &pc->pack, &out2, &olen2, &st2, err, sizeof(err));
 	CHECK(!rc && olen2 == olen && !memcmp(out, out2, olen));
@@ -317,6 +332,7 @@ static void splice_one(const char *what, const char *ptx, size_t len, const stru
 		else
 			test_fail(__FILE__, __LINE__, "%s: spliced PTX does not assemble", l2);
 	}
+	free(one);
 	free(out);
 }
 
@@ -623,6 +639,11 @@ static void test_details(const struct gx_pack *hand)
 			pk.ptx = hp;
 			pk.ptx_len = strlen(hp);
 			CHECK_EQ_INT(gx_ptx_splice(ptx, len, &pk, &out, &olen, &st, err, sizeof(err)), 0);
+			/* each kernel's splice once: the flat twins (ptx_twin.c) repeat them */
+			if (out) {
+				CHECK_EQ_INT(nv_drop_twins(out), st.flat_twins);
+				olen = strlen(out);
+			}
 			if (out) {
 				const char *e1 = strstr(out, ".visible .entry edge_one(");
 				const char *site = e1 ? strstr(e1, "// gpuext: entry probe") : NULL;
@@ -1008,6 +1029,9 @@ static void test_const_bank(const struct gx_pack *emitted)
 		CHECK_EQ_INT(gx_ptx_splice(mod, strlen(mod), emitted, &out, &olen, &st, err,
 					   sizeof(err)), 0);
 		if (out) {
+			/* the kernel's splice once: its flat twin (ptx_twin.c) repeats it */
+			CHECK_EQ_INT(nv_drop_twins(out), st.flat_twins);
+			olen = strlen(out);
 			CHECK_EQ_INT(st.probes_in_global, full);
 			CHECK_EQ_INT(count_str(out, ".visible .const .align 8 .b8 gpuext_rt_maps["),
 				     !full);

@@ -15,6 +15,7 @@
 #include "nvprobe.h"
 #include "ptx_splice.h"
 #include "ptx_text.h"
+#include "ptx_twin.h"
 #include "testlib.h"
 #include "nv/splice_test.h"
 
@@ -605,6 +606,113 @@ static void test_entry_sync(void)
 	}
 }
 
+/*
+ * Flat twins (ptx_twin.c): after a kernel whose probes read a z register,
+ * a copy named NAME__gpuext_flat in which the probes' reads (inside their
+ * inlined blocks, or into the splicer's own registers) are the constants a
+ * launch flat in z gives, and the app's own reads are left alone. No twin
+ * for probes that read no z register, nor where the module names the twin.
+ */
+static void test_flat_twin(void)
+{
+	static const char zprobe[] =
+		"// gpuext-ptx-version 7.8\n// gpuext-ptx-target sm_75\n"
+		".visible .global .align 8 .u64 gpuext_test_calls[4];\n"
+		".func gpuext_probe_exit(.param .b64 x_k, .param .b64 x_g, .param .b64 x_a, "
+		".param .b64 x_v, .param .b32 x_s)\n"
+		"{\n\t.reg .b32 %r<5>;\n\t.reg .b64 %rd<3>;\n\tmov.u32 %r1, %tid.z;\n"
+		"\tmov.u32 %r2, %ctaid.z;\n\tmov.u32 %r3, %ntid.z;\n\tmov.u32 %r4, %nctaid.z;\n"
+		"\tadd.u32 %r1, %r1, %r2;\n\tadd.u32 %r1, %r1, %r3;\n\tadd.u32 %r1, %r1, %r4;\n"
+		"\tcvt.u64.u32 %rd1, %r1;\n"
+		"\tatom.global.add.u64 %rd2, [gpuext_test_calls+8], %rd1;\n\tret;\n}\n";
+	static const char mod[] =
+		".version 7.8\n.target sm_75\n.address_size 64\n\n"
+		".visible .entry kz(.param .u64 kz_p)\n{\n\t.reg .b32 %r<3>;\n"
+		"\t.reg .b64 %rd<2>;\n\tld.param.u64 %rd1, [kz_p];\n"
+		"\tmov.u32 %r1, %tid.z;\n\tmov.u32 %r2, %nctaid.z;\n"
+		"\tst.global.u32 [%rd1], %r1;\n\tst.global.u32 [%rd1+4], %r2;\n\tret;\n}\n";
+	struct gx_pack pk = { .events = 1u << GX_PROBE_EXIT, .ptx = (char *)zprobe,
+			      .ptx_len = sizeof(zprobe) - 1 };
+	struct gx_splice_stats st;
+	char err[256] = "", *out = NULL, *tw = NULL;
+	const char *twin;
+	size_t olen = 0, tl = 0;
+	unsigned folded = 9;
+
+	CHECK_EQ_INT(gx_ptx_splice(mod, sizeof(mod) - 1, &pk, &out, &olen, &st, err, sizeof(err)), 0);
+	CHECK_EQ_INT(st.flat_twins, 1);
+	twin = out ? strstr(out, ".visible .entry kz__gpuext_flat(") : NULL;
+	CHECK(twin != NULL);
+	if (twin) {
+		const char *orig = strstr(out, ".visible .entry kz(");
+
+		/* after the kernel, which keeps every read: the app's two, the probe's four */
+		CHECK(orig && orig < twin);
+		if (orig && orig < twin) {
+			char *o = strndup(orig, (size_t)(twin - orig));
+
+			CHECK(o && count_str(o, "%tid.z;") == 2 && count_str(o, "%ctaid.z;") == 1 &&
+			      count_str(o, "%ntid.z;") == 1 && count_str(o, "%nctaid.z;") == 2);
+			free(o);
+		}
+		/*
+		 * The twin: the probe's reads are constants, in its inlined block
+		 * (%tid.z) and where the hoister moved them to registers of ours
+		 * (%ctaid.z, %ntid.z, %nctaid.z); the app's two reads are kept.
+		 */
+		CHECK_STR_CONTAINS(twin, "mov.u32 %r1, %tid.z;\n\tmov.u32 %r2, %nctaid.z;\n");
+		CHECK_STR_CONTAINS(twin, "inlined (hal/nvidia/ptx_inline.c)\n\n\t.reg .b32 %r<5>;\n"
+				   "\t.reg .b64 %rd<3>;\n\tmov.u32 %r1, 0;\n");
+		CHECK_STR_CONTAINS(twin, "mov.u32 %gxs_I1_h_r2, 0;\n\tmov.u32 %gxs_I1_h_r3, 1;\n"
+				   "\tmov.u32 %gxs_I1_h_r4, 1;\n");
+		CHECK_EQ_INT(count_str(twin, "%tid.z"), 1);
+		CHECK_EQ_INT(count_str(twin, "%ctaid.z"), 0);
+		CHECK_EQ_INT(count_str(twin, "%ntid.z"), 0);
+		CHECK_EQ_INT(count_str(twin, "%nctaid.z"), 1);
+		/* the kernel's id in the twin is the kernel's: records name the app's kernel */
+		CHECK_EQ_INT(count_str(out, "mov.u64 %gxs_d, "), 2);
+	}
+	free(out);
+	out = NULL;
+	/* probes that read no z register: nothing to fold, no twin */
+	{
+		struct gx_pack plain = { .events = 1u << GX_PROBE_EXIT, .ptx = (char *)hand_probes,
+					 .ptx_len = sizeof(hand_probes) - 1 };
+
+		CHECK_EQ_INT(gx_ptx_splice(mod, sizeof(mod) - 1, &plain, &out, &olen, &st, err,
+					   sizeof(err)), 0);
+		CHECK_EQ_INT(st.flat_twins, 0);
+		CHECK(out && !strstr(out, "__gpuext_flat"));
+		free(out);
+		out = NULL;
+	}
+	/* a module that already names the twin keeps its own */
+	{
+		char m2[sizeof(mod) + 64];
+
+		snprintf(m2, sizeof(m2), "%s// kz__gpuext_flat\n", mod);
+		CHECK_EQ_INT(gx_ptx_splice(m2, strlen(m2), &pk, &out, &olen, &st, err, sizeof(err)),
+			     0);
+		CHECK_EQ_INT(st.flat_twins, 0);
+		CHECK_EQ_INT(out ? count_str(out, "kz__gpuext_flat") : 0, 1);
+		free(out);
+		out = NULL;
+	}
+	/* the twin of a text that is not the named .entry: refused */
+	CHECK_EQ_INT(gx_ptx_flat_twin(mod, sizeof(mod) - 1, "other", "gxs", &tw, &tl, &folded),
+		     -EINVAL);
+	CHECK(!tw && tl == 0 && folded == 0);
+	{
+		const char *fn = strstr(mod, ".visible .entry");
+
+		/* the app's own reads alone: a twin with nothing folded */
+		CHECK_EQ_INT(gx_ptx_flat_twin(fn, strlen(fn), "kz", "gxs", &tw, &tl, &folded), 0);
+		CHECK_EQ_INT(folded, 0);
+		CHECK(tw && tl == strlen(tw) && strstr(tw, ".visible .entry kz__gpuext_flat("));
+		free(tw);
+	}
+}
+
 int main(void)
 {
 	test_entry_sync();
@@ -612,5 +720,6 @@ int main(void)
 	test_inline();
 	test_hoist();
 	test_hoist_lane_index();
+	test_flat_twin();
 	return test_done("test_nv_splice_parts");
 }

@@ -21,6 +21,11 @@
  * ring probe's time is its drop path, as in bench/gpu/run.sh, where the
  * host drains every 100 ms and the rings are full most of the time.
  *
+ * Where a file has a kernel's flat twin (NAME__gpuext_flat, hal/nvidia/ptx_twin.c)
+ * that is what runs, as the preload library would run it for these launches,
+ * all flat in z; the line says "(flat twins)". PTXAB_NO_TWINS=1 runs the
+ * originals.
+ *
  *   nvcc -O2 -o ptxab bench/gpu/ptxab.cu -lcuda
  *   ./ptxab decode|stencil PAIRS FILE.ptx...
  *
@@ -124,9 +129,19 @@ int main(int argc, char **argv)
 		CUfunction f[2][4];
 		const char *nm[2][4] = {{"_Z13abr_layernormPKfPfi", "_Z8abr_gemvPKfS0_Pfi", "_Z11abr_softmaxPfi", "_Z11abr_stencilPKfPfi"},
 					{"_Z13abp_layernormPKfPfi", "_Z8abp_gemvPKfS0_Pfi", "_Z11abp_softmaxPfi", "_Z11abp_stencilPKfPfi"}};
+		int twins = 0;
 		for (int b = 0; b < 2; b++)
-			for (int k = 0; k < 4; k++)
+			for (int k = 0; k < 4; k++) {
+				/* every launch here is flat in z: the flat twin where the splice made one, as
+				 * the preload library launches it (hal/nvidia/ptx_twin.c) */
+				std::string tw = std::string(nm[b][k]) + "__gpuext_flat";
+				if (!getenv("PTXAB_NO_TWINS") &&
+				    cuModuleGetFunction(&f[b][k], mod, tw.c_str()) == CUDA_SUCCESS) {
+					twins++;
+					continue;
+				}
 				CU(cuModuleGetFunction(&f[b][k], mod, nm[b][k]));
+			}
 		auto step = [&](int b) {
 			if (dec) {
 				int dd = d, cl = ctxlen;
@@ -182,8 +197,8 @@ int main(int argc, char **argv)
 			pmf = next; cdf += pmf; l++;
 		}
 		const char *base = strrchr(argv[a], '/');
-		printf("%-40s %-8s %8.4f  [%.4f, %.4f] %9.4f %9.4f\n", base ? base + 1 : argv[a], argv[1], q[nq / 2],
-		       q[l - 1], q[nq - l], ta[ta.size() / 2], tb[tb.size() / 2]);
+		printf("%-40s %-8s %8.4f  [%.4f, %.4f] %9.4f %9.4f%s\n", base ? base + 1 : argv[a], argv[1], q[nq / 2],
+		       q[l - 1], q[nq - l], ta[ta.size() / 2], tb[tb.size() / 2], twins ? "  (flat twins)" : "");
 		fflush(stdout);
 		CU(cuModuleUnload(mod));
 	}

@@ -31,6 +31,14 @@ typedef struct CUgraphExec_st *CUgraphExec;
 typedef int CUjit_option;
 typedef int CUlibraryOption;
 typedef int CUjitInputType;
+typedef int CUfunction_attribute;
+typedef int CUfunc_cache;
+typedef int CUsharedconfig;
+/* CUfunction_attribute values read by the flat-twin check (nv_launch.c), as in cuda.h */
+#define CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK 0
+#define CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES 1
+#define CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES 3
+#define CU_FUNC_ATTRIBUTE_NUM_REGS 4
 
 #define CUDA_SUCCESS 0
 #define CUDA_ERROR_INVALID_VALUE 1
@@ -71,6 +79,9 @@ typedef struct {
 	void *attrs;
 	unsigned numAttrs;
 } CUlaunchConfig;
+/* One entry of CUlaunchConfig.attrs: id, 4 bytes of padding, a 64-byte value. */
+#define CU_LAUNCH_ATTRIBUTE_BYTES 72
+#define CU_LAUNCH_ATTRIBUTE_COOPERATIVE 2
 
 /* CUDA_KERNEL_NODE_PARAMS v1 is a prefix of v2 (which adds kern, ctx). */
 typedef struct {
@@ -121,6 +132,13 @@ typedef CUresult (*PFN_cuLibraryGetModule)(CUmodule *, CUlibrary);
 typedef CUresult (*PFN_cuLibraryGetGlobal)(CUdeviceptr *, size_t *, CUlibrary, const char *);
 typedef CUresult (*PFN_cuKernelGetFunction)(CUfunction *, CUkernel);
 typedef CUresult (*PFN_cuFuncGetName)(const char **, CUfunction);
+typedef CUresult (*PFN_cuFuncGetAttribute)(int *, CUfunction_attribute, CUfunction);
+typedef CUresult (*PFN_cuFuncSetAttribute)(CUfunction, CUfunction_attribute, int);
+typedef CUresult (*PFN_cuFuncSetCacheConfig)(CUfunction, CUfunc_cache);
+typedef CUresult (*PFN_cuFuncSetSharedMemConfig)(CUfunction, CUsharedconfig);
+typedef CUresult (*PFN_cuKernelGetAttribute)(int *, CUfunction_attribute, CUkernel, CUdevice);
+typedef CUresult (*PFN_cuKernelSetAttribute)(CUfunction_attribute, int, CUkernel, CUdevice);
+typedef CUresult (*PFN_cuKernelSetCacheConfig)(CUkernel, CUfunc_cache, CUdevice);
 typedef CUresult (*PFN_cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
 				       unsigned, unsigned, unsigned, CUstream, void **, void **);
 typedef CUresult (*PFN_cuLaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);

@@ -54,6 +54,8 @@ struct nv_api {
 	PFN_cuModuleGetGlobal ModuleGetGlobal;
 	PFN_cuLibraryGetGlobal LibraryGetGlobal;	/* NULL before CUDA 12.0 */
 	PFN_cuFuncGetName FuncGetName;			/* NULL before CUDA 12.3 */
+	PFN_cuFuncGetAttribute FuncGetAttribute;	/* NULL: no flat twin runs */
+	PFN_cuKernelGetAttribute KernelGetAttribute;	/* NULL before CUDA 12.0 */
 	PFN_cuThreadExchangeStreamCaptureMode ThreadExchangeStreamCaptureMode; /* 10.1+ */
 	PFN_cuStreamIsCapturing StreamIsCapturing, StreamIsCapturing_ptsz;	/* 10.0+ */
 	PFN_cuGraphGetNodes GraphGetNodes;					/* 10.0+ */

@@ -51,8 +51,8 @@ static struct nv_handle *learn(const void *f)
 
 	if (!g.cu.FuncGetName || g.cu.FuncGetName(&name, (CUfunction)f) != CUDA_SUCCESS ||
 	    !name)
-		return nv_handle_add(f, 0, NULL);
-	return nv_handle_add(f, gx_kernel_id(name, strlen(name)), NULL);
+		return nv_handle_add(f, 0, NULL, NULL, false);
+	return nv_handle_add(f, gx_kernel_id(name, strlen(name)), NULL, NULL, false);
 }
 
 /*
@@ -73,18 +73,85 @@ static bool captured(CUstream s, bool ptsz)
 	return q(s, &st) == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-/*
- * Before a launch of @f into @s: its maps in place, and its launch record
- * filled in @rec (false: none, the launch is being captured).
- */
-static bool on_launch(const void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-		      unsigned by, unsigned bz, CUstream s, bool ptsz, struct gx_launch_rec *rec)
+/* Whether a cuLaunchKernelEx config asks for a cooperative launch. */
+static bool ex_coop(const CUlaunchConfig *c)
 {
-	struct nv_handle *h = nv_handle_find(f);
+	const unsigned char *a = c->attrs;
+
+	for (unsigned i = 0; a && i < c->numAttrs; i++, a += CU_LAUNCH_ATTRIBUTE_BYTES) {
+		int id, v;
+
+		memcpy(&id, a, sizeof(id));
+		memcpy(&v, a + 8, sizeof(v));
+		if (id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && v)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * One of the kernel's resources as the driver reports it (the current
+ * context's device for a CUkernel); false if it cannot say.
+ */
+static bool func_attr(const void *f, bool kern, int attr, int *v)
+{
+	CUdevice d;
+
+	if (!kern)
+		return g.cu.FuncGetAttribute &&
+		       g.cu.FuncGetAttribute(v, attr, (CUfunction)f) == CUDA_SUCCESS;
+	return g.cu.KernelGetAttribute && g.cu.CtxGetDevice(&d) == CUDA_SUCCESS &&
+	       g.cu.KernelGetAttribute(v, attr, (CUkernel)f, d) == CUDA_SUCCESS;
+}
+
+/*
+ * Whether @h's flat twin may run in its place: it must need no more of the
+ * SM than the kernel the app sized its launches for (registers, local
+ * memory; a block as large), or a launch the app's kernel takes could fail
+ * with the twin. Compared once, at the first flat launch; what the app sets
+ * later (cuFuncSetAttribute & co.) is carried over to the twin, or turns
+ * it off (nv_load.c).
+ */
+static bool twin_fits(struct nv_handle *h)
+{
+	static const int attrs[] = { CU_FUNC_ATTRIBUTE_NUM_REGS, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
+				     CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+				     CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK };
+	int ok = atomic_load_explicit(&h->twin_ok, memory_order_relaxed);
+
+	if (ok)
+		return ok > 0;
+	ok = 1;
+	for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]) && ok > 0; i++) {
+		int a = 0, b = 0;
+
+		if (!func_attr(h->h, h->kern, attrs[i], &a) ||
+		    !func_attr(h->twin, h->kern, attrs[i], &b))
+			ok = -1;
+		else if (attrs[i] == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? b < a : b > a)
+			ok = -1;
+	}
+	/* a race here compares twice and finds the same */
+	atomic_store_explicit(&h->twin_ok, ok, memory_order_relaxed);
+	return ok > 0;
+}
+
+/*
+ * Before a launch of *@f into @s: its maps in place, and its launch record
+ * filled in @rec (false: none, the launch is being captured). A launch flat
+ * in z (@gz == @bz == 1) that is not being captured runs the kernel's flat
+ * twin where it has one that fits (*@f is changed; not for @coop launches,
+ * sized by the app to what fits the SMs at once).
+ */
+static bool on_launch(const void **f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+		      unsigned by, unsigned bz, CUstream s, bool ptsz, bool coop,
+		      struct gx_launch_rec *rec)
+{
+	struct nv_handle *h = nv_handle_find(*f);
 	struct nv_ctx *x = nv_current_ctx();
 
 	if (!h)
-		h = learn(f);
+		h = learn(*f);
 	if (h && h->img)
 		nv_img_ready(h->img, x);
 	atomic_store_explicit(&g.maps.dirty, true, memory_order_relaxed);
@@ -93,6 +160,8 @@ static bool on_launch(const void *f, unsigned gx, unsigned gy, unsigned gz, unsi
 		nv_exit_rearm();
 	if (captured(s, ptsz))
 		return false;
+	if (h && h->twin && gz == 1 && bz == 1 && !coop && twin_fits(h))
+		*f = h->twin;
 	memset(rec, 0, sizeof(*rec));
 	rec->kernel_id = h ? h->id : 0;
 	rec->grid[0] = gx;
@@ -184,7 +253,7 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
 
 	REAL_OR_FAIL(cuLaunchKernel);
 	if (nv_active())
-		have = on_launch(f, gx, gy, gz, bx, by, bz, s, false, &rec);
+		have = on_launch((const void **)&f, gx, gy, gz, bx, by, bz, s, false, false, &rec);
 	return launched(real.cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shm, s, params, extra),
 			have, &rec);
 }
@@ -198,7 +267,7 @@ EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsi
 
 	REAL_OR_FAIL(cuLaunchKernel_ptsz);
 	if (nv_active())
-		have = on_launch(f, gx, gy, gz, bx, by, bz, s, true, &rec);
+		have = on_launch((const void **)&f, gx, gy, gz, bx, by, bz, s, true, false, &rec);
 	return launched(real.cuLaunchKernel_ptsz(f, gx, gy, gz, bx, by, bz, shm, s, params, extra),
 			have, &rec);
 }
@@ -211,8 +280,9 @@ EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **p
 
 	REAL_OR_FAIL(cuLaunchKernelEx);
 	if (nv_active() && c)
-		have = on_launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
-				 c->blockDimY, c->blockDimZ, c->hStream, false, &rec);
+		have = on_launch((const void **)&f, c->gridDimX, c->gridDimY, c->gridDimZ,
+				 c->blockDimX, c->blockDimY, c->blockDimZ, c->hStream, false,
+				 ex_coop(c), &rec);
 	return launched(real.cuLaunchKernelEx(c, f, params, extra), have, &rec);
 }
 
@@ -224,8 +294,9 @@ EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, voi
 
 	REAL_OR_FAIL(cuLaunchKernelEx_ptsz);
 	if (nv_active() && c)
-		have = on_launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
-				 c->blockDimY, c->blockDimZ, c->hStream, true, &rec);
+		have = on_launch((const void **)&f, c->gridDimX, c->gridDimY, c->gridDimZ,
+				 c->blockDimX, c->blockDimY, c->blockDimZ, c->hStream, true,
+				 ex_coop(c), &rec);
 	return launched(real.cuLaunchKernelEx_ptsz(c, f, params, extra), have, &rec);
 }
 
@@ -238,7 +309,7 @@ EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy
 
 	REAL_OR_FAIL(cuLaunchCooperativeKernel);
 	if (nv_active())
-		have = on_launch(f, gx, gy, gz, bx, by, bz, s, false, &rec);
+		have = on_launch((const void **)&f, gx, gy, gz, bx, by, bz, s, false, true, &rec);
 	return launched(real.cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shm, s, params),
 			have, &rec);
 }
@@ -252,7 +323,7 @@ EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsign
 
 	REAL_OR_FAIL(cuLaunchCooperativeKernel_ptsz);
 	if (nv_active())
-		have = on_launch(f, gx, gy, gz, bx, by, bz, s, true, &rec);
+		have = on_launch((const void **)&f, gx, gy, gz, bx, by, bz, s, true, true, &rec);
 	return launched(real.cuLaunchCooperativeKernel_ptsz(f, gx, gy, gz, bx, by, bz, shm, s,
 							    params),
 			have, &rec);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "nv_preload.h"
+#include "ptx_twin.h"
 #include "nv_util.h"
 #include "ptx_text.h"
 
@@ -192,7 +193,8 @@ struct nv_handle *nv_handle_find(const void *h)
 	return x;
 }
 
-struct nv_handle *nv_handle_add(const void *h, uint64_t id, struct nv_img *img)
+struct nv_handle *nv_handle_add(const void *h, uint64_t id, struct nv_img *img, const void *twin,
+				 bool kern)
 {
 	struct nv_handle *x;
 	size_t b = hslot(h);
@@ -201,12 +203,14 @@ struct nv_handle *nv_handle_add(const void *h, uint64_t id, struct nv_img *img)
 	x = atomic_load_explicit(&g.buckets[b], memory_order_relaxed);
 	while (x && x->h != h)
 		x = atomic_load_explicit(&x->next, memory_order_relaxed);
-	if (!x || x->id != id || x->img != img) {
+	if (!x || x->id != id || x->img != img || x->twin != twin || x->kern != kern) {
 		x = calloc(1, sizeof(*x));
 		if (x) {
 			x->h = h;
 			x->id = id;
 			x->img = img;
+			x->twin = twin;
+			x->kern = kern;
 			atomic_store_explicit(&x->next, atomic_load_explicit(&g.buckets[b],
 					      memory_order_relaxed), memory_order_relaxed);
 			atomic_store_explicit(&g.buckets[b], x, memory_order_release);
@@ -216,14 +220,49 @@ struct nv_handle *nv_handle_add(const void *h, uint64_t id, struct nv_img *img)
 	return x;
 }
 
-/* A function or kernel was looked up by name in @owner. */
-static void saw_kernel(const void *h, const char *name, const void *owner)
+/*
+ * The flat twin of kernel @name in @owner (a library when @lib), spliced
+ * after it (hal/nvidia/ptx_twin.c); NULL when the splice gave it none.
+ */
+static const void *flat_twin(const void *owner, bool lib, const char *name)
+{
+	size_t nl = strlen(name), sl = strlen(GX_FLAT_TWIN_SUFFIX);
+	char *tn = malloc(nl + sl + 1);
+	const void *tw = NULL;
+	CUresult r;
+
+	if (!tn)
+		return NULL;
+	memcpy(tn, name, nl);
+	memcpy(tn + nl, GX_FLAT_TWIN_SUFFIX, sl + 1);
+	if (lib) {
+		CUkernel k = NULL;
+
+		r = real.cuLibraryGetKernel ? real.cuLibraryGetKernel(&k, (CUlibrary)owner, tn) :
+					      CUDA_ERROR_NOT_FOUND;
+		tw = r == CUDA_SUCCESS ? (const void *)k : NULL;
+	} else {
+		CUfunction f = NULL;
+
+		r = real.cuModuleGetFunction(&f, (CUmodule)owner, tn);
+		tw = r == CUDA_SUCCESS ? (const void *)f : NULL;
+	}
+	free(tn);
+	return tw;
+}
+
+/* A function or kernel (@kern) was looked up by name in @owner (a library when @kern). */
+static void saw_kernel(const void *h, const char *name, const void *owner, bool kern)
 {
 	struct nv_img *img = owner ? img_find(owner) : NULL;
+	struct nv_img *top = img && img->lib ? img->lib : img;
+	const void *twin = NULL;
 
 	if (!h || !name)
 		return;
-	nv_handle_add(h, gx_kernel_id(name, strlen(name)), img);
+	if (top && top->state == IMG_INSTR)
+		twin = flat_twin(owner, kern, name);
+	nv_handle_add(h, gx_kernel_id(name, strlen(name)), img, twin, kern);
 	if (img && img->lib)
 		img = img->lib;
 	if (img && (img->state == IMG_SASS || img->state == IMG_ERROR))
@@ -787,7 +826,7 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
 	REAL_OR_FAIL(cuModuleGetFunction);
 	r = real.cuModuleGetFunction(f, m, name);
 	if (r == CUDA_SUCCESS && f && nv_active())
-		saw_kernel(*f, name, m);
+		saw_kernel(*f, name, m, false);
 	return r;
 }
 
@@ -895,7 +934,7 @@ EXPORT CUresult cuLibraryGetKernel(CUkernel *k, CUlibrary lib, const char *name)
 	REAL_OR_FAIL(cuLibraryGetKernel);
 	r = real.cuLibraryGetKernel(k, lib, name);
 	if (r == CUDA_SUCCESS && k && nv_active())
-		saw_kernel(*k, name, lib);
+		saw_kernel(*k, name, lib, true);
 	return r;
 }
 
@@ -929,9 +968,102 @@ EXPORT CUresult cuKernelGetFunction(CUfunction *f, CUkernel k)
 	r = real.cuKernelGetFunction(f, k);
 	if (r == CUDA_SUCCESS && f && nv_active()) {
 		x = nv_handle_find(k);
-		if (x)
-			nv_handle_add(*f, x->id, x->img);
+		if (x) {
+			CUfunction tf = NULL;
+
+			/* the twin's function in this context goes with it */
+			if (!x->twin || real.cuKernelGetFunction(&tf, (CUkernel)x->twin) != CUDA_SUCCESS)
+				tf = NULL;
+			nv_handle_add(*f, x->id, x->img, tf, false);
+		}
 	}
 	return r;
 }
 
+
+/*
+ * Kernel attributes: what the app sets on a kernel (the dynamic shared
+ * memory it may use, a cache preference, cluster settings) its flat twin
+ * gets too, since launches may run the twin in its place (nv_launch.c); a
+ * twin that refuses one is never run.
+ */
+static struct nv_handle *twin_of(const void *f, CUresult r)
+{
+	struct nv_handle *h;
+
+	if (r != CUDA_SUCCESS || !f || !nv_active())
+		return NULL;
+	h = nv_handle_find(f);
+	return h && h->twin ? h : NULL;
+}
+
+static void twin_refused(struct nv_handle *h, CUresult tr)
+{
+	if (tr != CUDA_SUCCESS)
+		atomic_store_explicit(&h->twin_ok, -1, memory_order_relaxed);
+}
+
+EXPORT CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
+{
+	struct nv_handle *h;
+	CUresult r;
+
+	REAL_OR_FAIL(cuFuncSetAttribute);
+	r = real.cuFuncSetAttribute(f, a, v);
+	h = twin_of(f, r);
+	if (h)
+		twin_refused(h, real.cuFuncSetAttribute((CUfunction)h->twin, a, v));
+	return r;
+}
+
+EXPORT CUresult cuFuncSetCacheConfig(CUfunction f, CUfunc_cache c)
+{
+	struct nv_handle *h;
+	CUresult r;
+
+	REAL_OR_FAIL(cuFuncSetCacheConfig);
+	r = real.cuFuncSetCacheConfig(f, c);
+	h = twin_of(f, r);
+	if (h)
+		twin_refused(h, real.cuFuncSetCacheConfig((CUfunction)h->twin, c));
+	return r;
+}
+
+EXPORT CUresult cuFuncSetSharedMemConfig(CUfunction f, CUsharedconfig c)
+{
+	struct nv_handle *h;
+	CUresult r;
+
+	REAL_OR_FAIL(cuFuncSetSharedMemConfig);
+	r = real.cuFuncSetSharedMemConfig(f, c);
+	h = twin_of(f, r);
+	if (h)
+		twin_refused(h, real.cuFuncSetSharedMemConfig((CUfunction)h->twin, c));
+	return r;
+}
+
+EXPORT CUresult cuKernelSetAttribute(CUfunction_attribute a, int v, CUkernel k, CUdevice d)
+{
+	struct nv_handle *h;
+	CUresult r;
+
+	REAL_OR_FAIL(cuKernelSetAttribute);
+	r = real.cuKernelSetAttribute(a, v, k, d);
+	h = twin_of(k, r);
+	if (h)
+		twin_refused(h, real.cuKernelSetAttribute(a, v, (CUkernel)h->twin, d));
+	return r;
+}
+
+EXPORT CUresult cuKernelSetCacheConfig(CUkernel k, CUfunc_cache c, CUdevice d)
+{
+	struct nv_handle *h;
+	CUresult r;
+
+	REAL_OR_FAIL(cuKernelSetCacheConfig);
+	r = real.cuKernelSetCacheConfig(k, c, d);
+	h = twin_of(k, r);
+	if (h)
+		twin_refused(h, real.cuKernelSetCacheConfig((CUkernel)h->twin, c, d));
+	return r;
+}

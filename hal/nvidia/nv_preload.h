@@ -45,6 +45,11 @@
 	X(cuLibraryGetKernel, cuLibraryGetKernel, 12000, 0)                      \
 	X(cuLibraryGetModule, cuLibraryGetModule, 12000, 0)                      \
 	X(cuKernelGetFunction, cuKernelGetFunction, 12000, 0)                    \
+	X(cuFuncSetAttribute, cuFuncSetAttribute, 9000, 0)                       \
+	X(cuFuncSetCacheConfig, cuFuncSetCacheConfig, 3000, 0)                   \
+	X(cuFuncSetSharedMemConfig, cuFuncSetSharedMemConfig, 4020, 0)           \
+	X(cuKernelSetAttribute, cuKernelSetAttribute, 12000, 0)                  \
+	X(cuKernelSetCacheConfig, cuKernelSetCacheConfig, 12000, 0)              \
 	X(cuLaunchKernel, cuLaunchKernel, 4000, 0)                               \
 	X(cuLaunchKernel_ptsz, cuLaunchKernel, 7000, 1)                          \
 	X(cuLaunchKernelEx, cuLaunchKernelEx, 11060, 0)                          \
@@ -116,6 +121,11 @@ struct nv_real {
 	PFN_cuLibraryGetKernel cuLibraryGetKernel;
 	PFN_cuLibraryGetModule cuLibraryGetModule;
 	PFN_cuKernelGetFunction cuKernelGetFunction;
+	PFN_cuFuncSetAttribute cuFuncSetAttribute;
+	PFN_cuFuncSetCacheConfig cuFuncSetCacheConfig;
+	PFN_cuFuncSetSharedMemConfig cuFuncSetSharedMemConfig;
+	PFN_cuKernelSetAttribute cuKernelSetAttribute;
+	PFN_cuKernelSetCacheConfig cuKernelSetCacheConfig;
 	PFN_cuLaunchKernel cuLaunchKernel, cuLaunchKernel_ptsz;
 	PFN_cuLaunchKernelEx cuLaunchKernelEx, cuLaunchKernelEx_ptsz;
 	PFN_cuLaunchCooperativeKernel cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz;
@@ -190,11 +200,21 @@ struct nv_img {
 	struct nv_img *next;
 };
 
-/* A CUfunction or CUkernel handle we handed out; immutable once published, never freed. */
+/*
+ * A CUfunction or CUkernel handle we handed out; immutable once published
+ * (but for twin_ok), never freed. twin: the kernel's flat twin in the same
+ * module or library (hal/nvidia/ptx_twin.c; a CUkernel when kern), launched
+ * in its place when a launch is flat in z and twin_ok says the twin fits
+ * (nv_launch.c): 0 not compared yet, 1 fits, -1 never (it needs more of the
+ * SM than the kernel, or an attribute the app set did not carry over).
+ */
 struct nv_handle {
 	const void *h;
 	uint64_t id;
 	struct nv_img *img;
+	const void *twin;
+	bool kern;
+	_Atomic int twin_ok;
 	_Atomic(struct nv_handle *) next;
 };
 
@@ -272,7 +292,8 @@ struct nv_ctx *nv_current_ctx(void);
 /* Makes sure @img's probes see context @x's maps (libraries: once per context). */
 void nv_img_ready(struct nv_img *img, struct nv_ctx *x);
 struct nv_handle *nv_handle_find(const void *h);
-struct nv_handle *nv_handle_add(const void *h, uint64_t id, struct nv_img *img);
+struct nv_handle *nv_handle_add(const void *h, uint64_t id, struct nv_img *img, const void *twin,
+				 bool kern);
 
 /* nv_launch.c */
 void nv_flush_launches(void);

@@ -38,7 +38,7 @@ if(TARGET gpuext_nv_splice)
   list(APPEND GPUEXT_NV_DEPS gpuext_nv_splice)
 elseif(EXISTS ${GPUEXT_NV_DIR}/ptx_splice.c)
   list(APPEND GPUEXT_NV_SRC ${GPUEXT_NV_DIR}/ptx_splice.c ${GPUEXT_NV_DIR}/ptx_scan.c ${GPUEXT_NV_DIR}/ptx_inline.c ${GPUEXT_NV_DIR}/ptx_hoist.c
-       ${GPUEXT_NV_DIR}/ptx_text.c ${GPUEXT_NV_DIR}/ptx_exits.c)
+       ${GPUEXT_NV_DIR}/ptx_text.c ${GPUEXT_NV_DIR}/ptx_exits.c ${GPUEXT_NV_DIR}/ptx_twin.c)
 else()
   list(APPEND GPUEXT_NV_MISSING ptx_splice.c)
 endif()

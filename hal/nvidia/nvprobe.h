@@ -88,9 +88,11 @@ void gx_cache_key(const void *module_ptx, size_t ptx_len, const uint8_t pack_has
  * shared one (ptx_exits.c), exit sites neither hoisted nor followed by a
  * warp barrier; 9: no warp barrier after an entry site whose body has no
  * loop (ptx_splice.c, emit_site); 10: at an exit site, an election on the
- * thread index mod 32 lets the site's hoisting go on (ptx_hoist.c).
+ * thread index mod 32 lets the site's hoisting go on (ptx_hoist.c); 11: a
+ * flat twin after each instrumented kernel whose probes read a z register
+ * (ptx_twin.c).
  */
-#define GX_SPLICE_VERSION 10
+#define GX_SPLICE_VERSION 11
 /* The comment line a spliced module ends in when loads/stores of its .func bodies got no site. */
 #define GX_SPLICE_UNTRACED "// gpuext-untraced-func-accesses"
 /* "GX_SPLICE_FUNC <name>": one line per .func body given load/store sites, after the module. */
@@ -170,6 +172,7 @@ struct gx_splice_stats {
 				 * text ends in "GX_SPLICE_UNTRACED <n>" then */
 	uint32_t exits_split;	/* branches to a kernel's shared ret given a ret of their own
 				 * (unguarded exit probes: ptx_exits.c) */
+	uint32_t flat_twins;	/* instrumented kernels given a flat twin (ptx_twin.c) */
 	bool probes_in_global;	/* the module's .const data left no room for the probes' table:
 				 * it went to the global space (gx_ptx_const_bytes) */
 };

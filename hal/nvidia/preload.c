@@ -643,6 +643,8 @@ static bool resolve_api(void)
 		API(ModuleGetGlobal, "cuModuleGetGlobal_v2", false),
 		API(LibraryGetGlobal, "cuLibraryGetGlobal", true),
 		API(FuncGetName, "cuFuncGetName", true),
+		API(FuncGetAttribute, "cuFuncGetAttribute", true),
+		API(KernelGetAttribute, "cuKernelGetAttribute", true),
 		API(ThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode", true),
 		API(StreamIsCapturing, "cuStreamIsCapturing", true),
 		API(StreamIsCapturing_ptsz, "cuStreamIsCapturing_ptsz", true),

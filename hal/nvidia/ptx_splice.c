@@ -59,6 +59,7 @@
 #include "nv_util.h"
 #include "ptx_text.h"
 #include "ptx_splice_impl.h"
+#include "ptx_twin.h"
 
 /* ------------------------------------------------------------------ */
 /* Output buffer                                                       */
@@ -1090,6 +1091,46 @@ static void declare_probes(struct splicer *s)
 	oprintf(&s->out, "\n// gpuext: end of the probes\n\n");
 }
 
+/*
+ * After an instrumented kernel (out[@from ..] holds its spliced text from
+ * its header on): its flat twin (ptx_twin.c) right after it, when its probes
+ * read a z register and the module does not already name the twin.
+ */
+static void flat_twin(struct splicer *s, size_t from, const char *name)
+{
+	size_t nl = strlen(name), sl = strlen(GX_FLAT_TWIN_SUFFIX), tl = 0;
+	char *tn, *twin = NULL;
+	unsigned folded = 0;
+	int rc;
+
+	copy_to(s, s->pos);	/* the closing brace */
+	if (s->out.oom || from >= s->out.len)
+		return;
+	tn = malloc(nl + sl + 1);
+	if (!tn) {
+		s->out.oom = true;
+		return;
+	}
+	memcpy(tn, name, nl);
+	memcpy(tn + nl, GX_FLAT_TWIN_SUFFIX, sl + 1);
+	if (memmem(s->src, s->n, tn, nl + sl)) {
+		free(tn);
+		return;
+	}
+	free(tn);
+	rc = gx_ptx_flat_twin(s->out.p + from, s->out.len - from, name, s->pfx, &twin, &tl, &folded);
+	if (rc == -ENOMEM) {
+		s->out.oom = true;
+		return;
+	}
+	if (!rc && folded) {
+		oprintf(&s->out, "\n\n// gpuext: the flat twin of %s (hal/nvidia/ptx_twin.c)\n", name);
+		oput(&s->out, twin, tl);
+		s->stats->flat_twins++;
+	}
+	free(twin);
+}
+
 static void module(struct splicer *s)
 {
 	while (!s->rc && !s->out.oom) {
@@ -1150,6 +1191,7 @@ static void module(struct splicer *s)
 		case ST_HEADER: {
 			struct fn_header h;
 			unsigned line = s->st.line, sites;
+			size_t twin_from = 0;
 			bool inst, func_sites;
 			int ph;
 
@@ -1201,9 +1243,15 @@ static void module(struct splicer *s)
 				s->stats->instrumented++;
 			if (inst)
 				declare_probes(s);
+			if (inst && h.entry) {
+				copy_to(s, s->st.start);
+				twin_from = s->out.len;
+			}
 			sites = s->stats->load_sites + s->stats->store_sites + s->stats->exit_sites;
 			body(s, &h, inst, line);
 			s->param0 = "";	/* h's, freed below */
+			if (inst && h.entry && !s->rc && !s->out.oom)
+				flat_twin(s, twin_from, h.name);
 			/* listed (kernels.txt names it) only if it got a site */
 			if (func_sites && s->stats->load_sites + s->stats->store_sites +
 					  s->stats->exit_sites > sites) {

@@ -39,6 +39,7 @@ CUresult cuCtxDestroy_v2(CUcontext);
 CUresult cuModuleLoadData(CUmodule *, const void *);
 CUresult cuModuleUnload(CUmodule);
 CUresult cuModuleGetFunction(CUfunction *, CUmodule, const char *);
+CUresult cuFuncSetAttribute(CUfunction, int, int);
 CUresult cuCtxSetCurrent(CUcontext);
 CUresult cuGraphAddKernelNode_v2(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
 				 const CUDA_KERNEL_NODE_PARAMS_v2 *);
@@ -290,6 +291,14 @@ int main(int argc, char **argv)
 		       ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / (double)n, n);
 		return 0;
 	}
+
+	/*
+	 * Flat twins (hal/nvidia/ptx_twin.c): a grid two deep in z runs the
+	 * kernel itself; what the app sets on the kernel its twin gets too.
+	 */
+	CK(cuLaunchKernel(fv, 5, 1, 2, 128, 1, 1, 0, NULL, NULL, NULL));
+	CK(cuFuncSetAttribute(fv, 8, 4096));
+	CK(cuLaunchKernel(fv, 6, 1, 1, 128, 1, 1, 0, NULL, NULL, NULL));
 
 	/* The runtime's way in. */
 	h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);

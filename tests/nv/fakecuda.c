@@ -653,6 +653,63 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule mod, const char *nam
 	return 0;
 }
 
+/*
+ * Function attributes, for the preload library's flat-twin check: 32
+ * registers ($FAKECUDA_TWIN_REGS for a kernel's flat twin), blocks of up
+ * to 1024, no local or static shared memory. Setting one is logged
+ * ("setattr NAME ATTR VALUE"); $FAKECUDA_TWIN_SETATTR_FAIL makes a twin
+ * refuse it.
+ */
+static bool is_twin(CUfunction f)
+{
+	return f && strstr(((struct ffunc *)f)->name, "__gpuext_flat");
+}
+
+static CUresult get_attr(int *v, int attr, CUfunction f)
+{
+	const char *r = getenv("FAKECUDA_TWIN_REGS");
+
+	if (!f)
+		return CUDA_ERROR_INVALID_VALUE;
+	*v = attr == CU_FUNC_ATTRIBUTE_NUM_REGS ? (is_twin(f) && r ? atoi(r) : 32) :
+	     attr == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024 : 0;
+	return 0;
+}
+
+static CUresult set_attr(const char *how, int attr, int v, CUfunction f)
+{
+	if (!f)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (is_twin(f) && getenv("FAKECUDA_TWIN_SETATTR_FAIL")) {
+		logf_("%s %s refused", how, ((struct ffunc *)f)->name);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	logf_("%s %s %d %d", how, ((struct ffunc *)f)->name, attr, v);
+	return 0;
+}
+
+EXPORT CUresult cuFuncGetAttribute(int *v, int attr, CUfunction f)
+{
+	return get_attr(v, attr, f);
+}
+
+EXPORT CUresult cuKernelGetAttribute(int *v, int attr, CUkernel k, CUdevice d)
+{
+	(void)d;
+	return get_attr(v, attr, (CUfunction)k);
+}
+
+EXPORT CUresult cuFuncSetAttribute(CUfunction f, int attr, int v)
+{
+	return set_attr("setattr", attr, v, f);
+}
+
+EXPORT CUresult cuKernelSetAttribute(int attr, int v, CUkernel k, CUdevice d)
+{
+	(void)d;
+	return set_attr("ksetattr", attr, v, (CUfunction)k);
+}
+
 EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
 {
 	*name = ((struct ffunc *)f)->name;
