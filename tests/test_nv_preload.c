@@ -1087,6 +1087,8 @@ static void test_e2e(void)
 			   "full), 0 dropped on the host (shm ring full)");
 	/* The module's load in the second context found the first one's splice. */
 	CHECK_STR_CONTAINS(stats, "splice cache: 1 modules from the cache, 4 spliced");
+	/* vadd 4, 6, 4 (second context) and 2 x 64, libk, lib_noctx; vadd's grid deep in z */
+	CHECK_STR_CONTAINS(stats, "flat twins: 6 launches ran a kernel's flat twin, 1 the kernel");
 	CHECK_STR_CONTAINS(stats, "L2 policy 0x14f0000000000000: on 1 map atomics of the probes");
 	free(stats);
 

@@ -160,8 +160,14 @@ static bool on_launch(const void **f, unsigned gx, unsigned gy, unsigned gz, uns
 		nv_exit_rearm();
 	if (captured(s, ptsz))
 		return false;
-	if (h && h->twin && gz == 1 && bz == 1 && !coop && twin_fits(h))
-		*f = h->twin;
+	if (h && h->twin) {
+		bool twin = gz == 1 && bz == 1 && !coop && twin_fits(h);
+
+		if (twin)
+			*f = h->twin;
+		atomic_fetch_add_explicit(twin ? &g.twin_launches : &g.kernel_launches, 1,
+					  memory_order_relaxed);
+	}
 	memset(rec, 0, sizeof(*rec));
 	rec->kernel_id = h ? h->id : 0;
 	rec->grid[0] = gx;

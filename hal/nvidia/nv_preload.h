@@ -262,6 +262,8 @@ struct nv_state {
 	struct nv_gexec *gexecs;
 	_Atomic bool cache_warned;
 	_Atomic unsigned splice_hits, splices;	/* modules from the splice cache / spliced now */
+	/* launches (not captured) of kernels with a flat twin: the twin ran / the kernel did */
+	_Atomic uint64_t twin_launches, kernel_launches;
 	_Atomic bool exited;		/* nv_exit ran (it may be registered several times) */
 	_Atomic int rearmed;		/* nv_exit_rearm calls that registered nv_exit again */
 	_Atomic uint64_t sync_mirror_ns;	/* last mirror after a synchronizing call */

@@ -443,6 +443,10 @@ static void nv_exit(void)
 		nv_maps__report(&g.maps, fd, false);
 		dprintf(fd, "splice cache: %u modules from the cache, %u spliced\n",
 			atomic_load(&g.splice_hits), atomic_load(&g.splices));
+		dprintf(fd, "flat twins: %llu launches ran a kernel's flat twin, %llu the kernel "
+			"(hal/nvidia/ptx_twin.c)\n",
+			(unsigned long long)atomic_load(&g.twin_launches),
+			(unsigned long long)atomic_load(&g.kernel_launches));
 		pthread_mutex_lock(&g.l2lock);
 		for (unsigned i = 0; i < g.l2n; i++)
 			dprintf(fd, "L2 policy 0x%016llx: on %u map atomics of the probes\n",

@@ -197,6 +197,7 @@ say "baselines (no probes)"
 base vecadd "$apps/vecadd" 1048576
 base vecadd_odd "$apps/vecadd" 1000
 base vecadd_small "$apps/vecadd" 4096
+base vecadd3d "$apps/vecadd" 1000 256 3d
 base vecadd_shared "$apps/vecadd_shared" 1048576
 base gemm "$apps/gemm" 512
 base reduce "$apps/reduce" 1000003
@@ -220,6 +221,12 @@ check l2policy th_vecadd_l2policy "$logs/dir_th_vecadd"
 # runs the probe wherever it leaves, so the warp still counts once.
 traced th_vecadd_odd_warp threadhist --interval 0 --out "$logs/th_vecadd_odd_warp.csv" -- "$apps/vecadd" 1000 &&
   check threadhist th_vecadd_odd_warp_split "$logs/th_vecadd_odd_warp.log" "$logs/th_vecadd_odd_warp.csv" warp
+# blocks (32, 4, 2) on a grid two deep in z: the kernel itself runs, not its flat twin (whose probe
+# takes z as 0 and would count warps twice); per warp and per thread
+traced th_vecadd3d threadhist --interval 0 --out "$logs/th_vecadd3d.csv" -- "$apps/vecadd" 1000 256 3d &&
+  check threadhist th_vecadd3d "$logs/th_vecadd3d.log" "$logs/th_vecadd3d.csv" warp
+traced th_vecadd3d_pt threadhist --per-thread --interval 0 --out "$logs/th_vecadd3d_pt.csv" -- "$apps/vecadd" 1000 256 3d &&
+  check threadhist th_vecadd3d_perthread "$logs/th_vecadd3d_pt.log" "$logs/th_vecadd3d_pt.csv" thread
 traced th_vecadd_odd threadhist --per-thread --interval 0 --out "$logs/th_vecadd_odd.csv" -- "$apps/vecadd" 1000 &&
   check threadhist th_vecadd_odd_perthread "$logs/th_vecadd_odd.log" "$logs/th_vecadd_odd.csv" thread
 traced th_shared threadhist --interval 0 --out "$logs/th_shared.csv" -- "$apps/vecadd_shared" 1048576 &&
@@ -358,7 +365,7 @@ say "results unchanged by instrumentation"
 for p in "vecadd th_vecadd" "vecadd_odd th_vecadd_odd" "vecadd_shared th_shared" "gemm th_gemm" \
          "reduce th_reduce" "multistream th_multistream" "graph th_graph" "nvrtc th_nvrtc" "ptxload th_ptxload" \
          "vecadd_small mt_vecadd" "nvrtc mt_nvrtc" "gemm rs_gemm" "multistream ll_multistream" \
-         "gemm sm_gemm" "devfunc mt_devfunc" "bigconst th_bigconst" "graph ll_graph" "childgraph ll_childgraph" "childgraph th_childgraph" "gather mt_gather" "funcexit th_funcexit"; do
+         "gemm sm_gemm" "vecadd3d th_vecadd3d" "devfunc mt_devfunc" "bigconst th_bigconst" "graph ll_graph" "childgraph ll_childgraph" "childgraph th_childgraph" "gather mt_gather" "funcexit th_funcexit"; do
   set -- $p
   [ -f "$logs/$2.log" ] && check same "same_$2" "$logs/base_$1.log" "$logs/$2.log"
 done
