@@ -137,7 +137,10 @@ expect "trace no app" 2 "give the application to run after '--'" -- "$GPUEXT" tr
 expect "trace unknown tool" 1 "no tool named 'nosuch'" -- "$GPUEXT" trace nosuch -- /bin/true
 expect "trace both modes" 2 "exclude each other" -- "$GPUEXT" trace --per-thread --per-warp threadhist -- /bin/true
 expect "trace pack" 0 "events: load store" -- "$GPUEXT" trace memtrace --pack-only --dir "$TRDIR/p1"
-expect "trace pack file" 0 "gpuext-pack 2" -- head -n 1 "$TRDIR/p1/pack"
+expect "trace pack file" 0 "gpuext-pack 3" -- head -n 1 "$TRDIR/p1/pack"
+expect "trace pack twins" 0 "flat_twins 1" -- head -n 5 "$TRDIR/p1/pack"
+expect "trace no twins" 0 "mode: warp, no flat twins" -- "$GPUEXT" trace threadhist --no-flat-twins --pack-only --dir "$TRDIR/p5"
+expect "trace no twins file" 0 "flat_twins 0" -- head -n 5 "$TRDIR/p5/pack"
 expect "trace pack filter" 0 "kernels: *gemm*" -- "$GPUEXT" trace smload --kernel '*gemm*' --pack-only --dir "$TRDIR/p2"
 expect "trace not a probe" 1 "a probe object holds only SEC" -- "$GPUEXT" trace "$POL/lru.bpf.o" --pack-only --dir "$TRDIR/p3"
 expect "trace verifier rejects" 1 "the verifier rejected" -- "$GPUEXT" trace "$BPF/vf_probe.bpf.o" --pack-only --dir "$TRDIR/p4"

@@ -64,6 +64,7 @@ static void test_roundtrip(void)
 	CHECK_EQ_INT(gx_pack_read(dir, &r, err, sizeof(err)), 0);
 	CHECK_EQ_U64(r.events, p.events);
 	CHECK(r.per_thread == p.per_thread);
+	CHECK(r.no_flat_twins == p.no_flat_twins);
 	CHECK(!strcmp(r.kernel_filter, "vadd* gemm_?"));
 	CHECK_EQ_U64(r.map_cnt, 2);
 	for (int i = 0; i < 2; i++) {
@@ -121,6 +122,7 @@ static void test_hash(void)
 	} while (0)
 	CHANGED(p.events |= 1u << GX_PROBE_LOAD);
 	CHANGED(p.per_thread = true);
+	CHANGED(p.no_flat_twins = true);
 	CHANGED(p.kernel_filter[0] = 'V');
 	CHANGED(p.map_cnt = 1);
 	CHANGED(p.maps[1].name[0] = 'E');
@@ -217,8 +219,8 @@ static void test_malformed(void)
 	CHECK_EQ_INT(gx_pack_read(sub, &r, err, sizeof(err)), -ENOENT);
 	CHECK_STR_CONTAINS(err, "missing");
 
-	expect_bad("gpuext-pack 2", "gpuext-pack 1", -EPROTO, "bad version 1 (this library reads version 2)", __LINE__);
-	expect_bad("gpuext-pack 2", "ELF", -EINVAL, "not a gpuext pack", __LINE__);
+	expect_bad("gpuext-pack 3", "gpuext-pack 2", -EPROTO, "bad version 2 (this library reads version 3)", __LINE__);
+	expect_bad("gpuext-pack 3", "ELF", -EINVAL, "not a gpuext pack", __LINE__);
 	expect_bad("maps 2", "maps 17", -E2BIG, "map count 17 too high (at most 16)", __LINE__);
 	expect_bad("maps 2", "maps 3", -EINVAL, "expected map line 3 of 3", __LINE__);
 	expect_bad("ptx 61\n", "ptx 62\n", -EINVAL, "PTX length mismatch: header says 62 bytes, file has 61 (truncated)", __LINE__);
@@ -227,6 +229,10 @@ static void test_malformed(void)
 	expect_bad("events 3", "events 99", -EINVAL, "unknown probe events 0x63", __LINE__);
 	expect_bad("events 3", "events 99999999999", -EINVAL, "expected \"events", __LINE__);
 	expect_bad("per_thread 0", "per_thread 2", -EINVAL, "per_thread 0|1", __LINE__);
+	expect_bad("flat_twins 1", "flat_twins 2", -EINVAL, "flat_twins 0|1", __LINE__);
+	expect_bad("flat_twins 1", "flat_twins", -EINVAL, "flat_twins 0|1", __LINE__);
+	/* the twins change the spliced code: the hash covers them */
+	expect_bad("flat_twins 1", "flat_twins 0", -EBADMSG, "hash mismatch", __LINE__);
 	expect_bad("kernel_filter 12 ", "kernel_filter 13 ", -EINVAL, "kernel_filter length does not match", __LINE__);
 	expect_bad(" 1024 1 0\n", " 1024 1\n", -EINVAL, "map counts: expected 6 numbers", __LINE__);
 	expect_bad(" 1024 1 0\n", " 1024 0 0\n", -EINVAL, "map counts: nr_slots 0", __LINE__);

@@ -686,6 +686,14 @@ static void test_flat_twin(void)
 		free(out);
 		out = NULL;
 	}
+	/* a pack that asks for none (gpuext trace --no-flat-twins) gets none */
+	pk.no_flat_twins = true;
+	CHECK_EQ_INT(gx_ptx_splice(mod, sizeof(mod) - 1, &pk, &out, &olen, &st, err, sizeof(err)), 0);
+	CHECK_EQ_INT(st.flat_twins, 0);
+	CHECK(out && !strstr(out, "__gpuext_flat") && strstr(out, "%ctaid.z"));
+	free(out);
+	out = NULL;
+	pk.no_flat_twins = false;
 	/* a module that already names the twin keeps its own */
 	{
 		char m2[sizeof(mod) + 64];

@@ -127,6 +127,7 @@ struct gx_pack {
 	uint8_t hash[32];	/* over everything below (cache key input) */
 	uint32_t events;	/* bit GX_PROBE_* set: that probe is present in ptx */
 	bool per_thread;	/* false: the warp leader runs, result broadcast */
+	bool no_flat_twins;	/* true: no flat twins (ptx_twin.c): one JIT per kernel, not two */
 	char kernel_filter[256];	/* glob over kernel names; "" = all */
 	uint32_t map_cnt;
 	struct gx_pack_map maps[GX_PACK_MAX_MAPS];

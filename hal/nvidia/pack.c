@@ -6,10 +6,11 @@
  * `head`, parsed strictly: the preload library runs inside someone else's
  * application and must refuse a pack it does not fully understand.
  *
- *   gpuext-pack 2
+ *   gpuext-pack 3
  *   hash <64 hex>                       SHA-256, see pack_hash()
  *   events <u32>
  *   per_thread <0|1>
+ *   flat_twins <0|1>                    ptx_twin.c; gpuext trace --no-flat-twins: 0
  *   kernel_filter <len> <bytes>         may hold spaces, hence the length
  *   maps <n>
  *   map <name> <shm> <type> <key_size> <value_size> <max_entries> <nr_slots> <max_record>
@@ -29,8 +30,8 @@
 
 #include "nvprobe.h"
 
-/* 2: map lines end in max_record (the largest ring record the probes write) */
-#define PACK_VERSION 2
+/* 2: map lines end in max_record (the largest ring record the probes write); 3: flat_twins */
+#define PACK_VERSION 3
 #define PACK_PTX_MAX (256u << 20)
 
 static int errf(char *err, size_t err_len, int rc, const char *fmt, ...)
@@ -77,6 +78,7 @@ static void pack_hash(const struct gx_pack *p, uint8_t out[32])
 	gx_sha256_update(&s, domain, sizeof(domain));
 	hash_u32(&s, p->events);
 	hash_u32(&s, p->per_thread);
+	hash_u32(&s, !p->no_flat_twins);
 	hash_bytes(&s, p->kernel_filter, strnlen(p->kernel_filter, sizeof(p->kernel_filter)));
 	hash_u32(&s, p->map_cnt);
 	for (i = 0; i < p->map_cnt && i < GX_PACK_MAX_MAPS; i++) {
@@ -145,8 +147,8 @@ int gx_pack_write(const char *dir, const struct gx_pack *p)
 	}
 	pack_hash(p, h);
 	gx_hex32(h, hex);
-	fprintf(f, "gpuext-pack %d\nhash %s\nevents %u\nper_thread %d\n", PACK_VERSION, hex,
-		p->events, p->per_thread ? 1 : 0);
+	fprintf(f, "gpuext-pack %d\nhash %s\nevents %u\nper_thread %d\nflat_twins %d\n", PACK_VERSION,
+		hex, p->events, p->per_thread ? 1 : 0, p->no_flat_twins ? 0 : 1);
 	fprintf(f, "kernel_filter %zu %s\nmaps %u\n", flen, p->kernel_filter, p->map_cnt);
 	for (i = 0; i < p->map_cnt; i++) {
 		const struct gx_pack_map *m = &p->maps[i];
@@ -333,6 +335,11 @@ int gx_pack_read(const char *dir, struct gx_pack *p, char *err, size_t err_len)
 	if (!s || !line_u32(s, n, "per_thread", &v) || v > 1)
 		BAD(-EINVAL, "%s:%d: %s", path, c.line + !s, s ? "expected \"per_thread 0|1\"" : "truncated");
 	p->per_thread = v;
+
+	s = next_line(&c, &n);
+	if (!s || !line_u32(s, n, "flat_twins", &v) || v > 1)
+		BAD(-EINVAL, "%s:%d: %s", path, c.line + !s, s ? "expected \"flat_twins 0|1\"" : "truncated");
+	p->no_flat_twins = !v;
 
 	s = next_line(&c, &n);
 	if (!s || n < 15 || memcmp(s, "kernel_filter ", 14))

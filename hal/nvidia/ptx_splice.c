@@ -1250,7 +1250,7 @@ static void module(struct splicer *s)
 			sites = s->stats->load_sites + s->stats->store_sites + s->stats->exit_sites;
 			body(s, &h, inst, line);
 			s->param0 = "";	/* h's, freed below */
-			if (inst && h.entry && !s->rc && !s->out.oom)
+			if (inst && h.entry && !s->pack->no_flat_twins && !s->rc && !s->out.oom)
 				flat_twin(s, twin_from, h.name);
 			/* listed (kernels.txt names it) only if it got a site */
 			if (func_sites && s->stats->load_sites + s->stats->store_sites +

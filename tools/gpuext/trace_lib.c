@@ -97,7 +97,7 @@ static bool parse_uint(const char *s, unsigned max, unsigned *out)
 
 int trace_parse_args(int argc, char **argv, struct trace_opts *o, char *err, size_t err_len)
 {
-	enum { O_KEEP = 256, O_LIST, O_DIR, O_SM, O_PRELOAD, O_PACK_ONLY, O_PER_WARP };
+	enum { O_KEEP = 256, O_LIST, O_DIR, O_SM, O_PRELOAD, O_PACK_ONLY, O_PER_WARP, O_NO_TWINS };
 	static const struct option lopts[] = {
 		{ "kernel", required_argument, NULL, 'k' },
 		{ "per-thread", no_argument, NULL, 't' },
@@ -110,6 +110,7 @@ int trace_parse_args(int argc, char **argv, struct trace_opts *o, char *err, siz
 		{ "sm", required_argument, NULL, O_SM },
 		{ "preload", required_argument, NULL, O_PRELOAD },
 		{ "pack-only", no_argument, NULL, O_PACK_ONLY },
+		{ "no-flat-twins", no_argument, NULL, O_NO_TWINS },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -175,6 +176,7 @@ int trace_parse_args(int argc, char **argv, struct trace_opts *o, char *err, siz
 			break;
 		case O_PRELOAD: o->preload = optarg; break;
 		case O_PACK_ONLY: o->pack_only = true; break;
+		case O_NO_TWINS: o->no_flat_twins = true; break;
 		case 'h': o->help = true; return 0;
 		case ':':
 			set_err(err, err_len, "option '%s' needs a value", argv[optind - 1]);

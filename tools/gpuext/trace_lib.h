@@ -35,6 +35,7 @@ struct trace_opts {
 	bool list;		/* --list */
 	bool help;		/* --help */
 	bool pack_only;		/* --pack-only: write the pack into --dir and stop */
+	bool no_flat_twins;	/* --no-flat-twins: no flat twins (hal/nvidia/ptx_twin.c) */
 	int app_argc;		/* after "--" */
 	char **app_argv;	/* points into argv */
 };
