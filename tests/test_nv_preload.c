@@ -950,6 +950,8 @@ static void test_e2e(void)
 	 * attribute the app set went to both.
 	 */
 	CHECK_STR_CONTAINS(run.log, "launch vadd__gpuext_flat 4 128");
+	/* the app lists its own functions, not the twins: vadd, other_kernel, other_long_... */
+	CHECK_STR_CONTAINS(run.out, "functions 3: vadd other_kernel other_long_xxxxxxxxx\n");
 	CHECK_STR_CONTAINS(run.log, "launch vadd 5 128\nsetattr vadd 8 4096\n"
 			   "setattr vadd__gpuext_flat 8 4096\nlaunch vadd__gpuext_flat 6 128\n");
 	CHECK_EQ_INT(count_lines(run.log, "launch vadd "), 2);	/* 5 x 128 and the captured one */

@@ -133,6 +133,11 @@ typedef CUresult (*PFN_cuLibraryGetGlobal)(CUdeviceptr *, size_t *, CUlibrary, c
 typedef CUresult (*PFN_cuKernelGetFunction)(CUfunction *, CUkernel);
 typedef CUresult (*PFN_cuFuncGetName)(const char **, CUfunction);
 typedef CUresult (*PFN_cuFuncGetAttribute)(int *, CUfunction_attribute, CUfunction);
+typedef CUresult (*PFN_cuKernelGetName)(const char **, CUkernel);
+typedef CUresult (*PFN_cuModuleGetFunctionCount)(unsigned *, CUmodule);
+typedef CUresult (*PFN_cuModuleEnumerateFunctions)(CUfunction *, unsigned, CUmodule);
+typedef CUresult (*PFN_cuLibraryGetKernelCount)(unsigned *, CUlibrary);
+typedef CUresult (*PFN_cuLibraryEnumerateKernels)(CUkernel *, unsigned, CUlibrary);
 typedef CUresult (*PFN_cuFuncSetAttribute)(CUfunction, CUfunction_attribute, int);
 typedef CUresult (*PFN_cuFuncSetCacheConfig)(CUfunction, CUfunc_cache);
 typedef CUresult (*PFN_cuFuncSetSharedMemConfig)(CUfunction, CUsharedconfig);

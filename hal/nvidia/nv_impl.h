@@ -56,6 +56,7 @@ struct nv_api {
 	PFN_cuFuncGetName FuncGetName;			/* NULL before CUDA 12.3 */
 	PFN_cuFuncGetAttribute FuncGetAttribute;	/* NULL: no flat twin runs */
 	PFN_cuKernelGetAttribute KernelGetAttribute;	/* NULL before CUDA 12.0 */
+	PFN_cuKernelGetName KernelGetName;		/* NULL before CUDA 12.3 */
 	PFN_cuThreadExchangeStreamCaptureMode ThreadExchangeStreamCaptureMode; /* 10.1+ */
 	PFN_cuStreamIsCapturing StreamIsCapturing, StreamIsCapturing_ptsz;	/* 10.0+ */
 	PFN_cuGraphGetNodes GraphGetNodes;					/* 10.0+ */

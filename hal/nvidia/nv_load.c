@@ -1067,3 +1067,109 @@ EXPORT CUresult cuKernelSetCacheConfig(CUkernel k, CUfunc_cache c, CUdevice d)
 		twin_refused(h, real.cuKernelSetCacheConfig((CUkernel)h->twin, c, d));
 	return r;
 }
+
+/*
+ * Listing a module's functions or a library's kernels (CUDA 12.4): the flat
+ * twins are ours, not the app's, so they are left out of the list and the
+ * count. @all holds @n handles of @owner (a library when @kern); they are
+ * compacted in place to the app's own, whose number is returned. A handle
+ * whose name cannot be read is kept.
+ */
+static unsigned drop_twins(void **all, unsigned n, bool kern)
+{
+	size_t sl = strlen(GX_FLAT_TWIN_SUFFIX);
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		const char *name = NULL;
+		CUresult r = kern ? (g.cu.KernelGetName ?
+				     g.cu.KernelGetName(&name, (CUkernel)all[i]) : CUDA_ERROR_NOT_FOUND) :
+				    (g.cu.FuncGetName ?
+				     g.cu.FuncGetName(&name, (CUfunction)all[i]) : CUDA_ERROR_NOT_FOUND);
+		size_t nl = r == CUDA_SUCCESS && name ? strlen(name) : 0;
+
+		if (nl > sl && !strcmp(name + nl - sl, GX_FLAT_TWIN_SUFFIX))
+			continue;
+		all[k++] = all[i];
+	}
+	return k;
+}
+
+/* Whether @owner's functions include flat twins: an instrumented image (or a library's module). */
+static bool has_twins(const void *owner)
+{
+	struct nv_img *img = owner && nv_active() ? img_find(owner) : NULL;
+
+	if (img && img->lib)
+		img = img->lib;
+	return img && img->state == IMG_INSTR;
+}
+
+/*
+ * The app's own handles of @owner into @out (at most @max; NULL: none, the
+ * count only), their number in *@count. @total is the driver's count.
+ */
+static CUresult list_own(const void *owner, bool kern, unsigned total, void **out, unsigned max,
+			 unsigned *count)
+{
+	void **all = calloc(total ? total : 1, sizeof(*all));
+	unsigned k;
+	CUresult r;
+
+	if (!all)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = kern ? real.cuLibraryEnumerateKernels((CUkernel *)all, total, (CUlibrary)owner) :
+		   real.cuModuleEnumerateFunctions((CUfunction *)all, total, (CUmodule)owner);
+	if (r == CUDA_SUCCESS) {
+		k = drop_twins(all, total, kern);
+		if (out)
+			memcpy(out, all, (size_t)(k < max ? k : max) * sizeof(*all));
+		*count = k;
+	}
+	free(all);
+	return r;
+}
+
+EXPORT CUresult cuModuleGetFunctionCount(unsigned *count, CUmodule m)
+{
+	CUresult r;
+
+	REAL_OR_FAIL(cuModuleGetFunctionCount);
+	r = real.cuModuleGetFunctionCount(count, m);
+	if (r != CUDA_SUCCESS || !count || !has_twins(m) || !real.cuModuleEnumerateFunctions)
+		return r;
+	return list_own(m, false, *count, NULL, 0, count);
+}
+
+EXPORT CUresult cuModuleEnumerateFunctions(CUfunction *fns, unsigned n, CUmodule m)
+{
+	unsigned total = 0, k = 0;
+
+	REAL_OR_FAIL(cuModuleEnumerateFunctions);
+	if (!fns || !has_twins(m) || !real.cuModuleGetFunctionCount ||
+	    real.cuModuleGetFunctionCount(&total, m) != CUDA_SUCCESS)
+		return real.cuModuleEnumerateFunctions(fns, n, m);
+	return list_own(m, false, total, (void **)fns, n, &k);
+}
+
+EXPORT CUresult cuLibraryGetKernelCount(unsigned *count, CUlibrary lib)
+{
+	CUresult r;
+
+	REAL_OR_FAIL(cuLibraryGetKernelCount);
+	r = real.cuLibraryGetKernelCount(count, lib);
+	if (r != CUDA_SUCCESS || !count || !has_twins(lib) || !real.cuLibraryEnumerateKernels)
+		return r;
+	return list_own(lib, true, *count, NULL, 0, count);
+}
+
+EXPORT CUresult cuLibraryEnumerateKernels(CUkernel *ks, unsigned n, CUlibrary lib)
+{
+	unsigned total = 0, k = 0;
+
+	REAL_OR_FAIL(cuLibraryEnumerateKernels);
+	if (!ks || !has_twins(lib) || !real.cuLibraryGetKernelCount ||
+	    real.cuLibraryGetKernelCount(&total, lib) != CUDA_SUCCESS)
+		return real.cuLibraryEnumerateKernels(ks, n, lib);
+	return list_own(lib, true, total, (void **)ks, n, &k);
+}

@@ -50,6 +50,10 @@
 	X(cuFuncSetSharedMemConfig, cuFuncSetSharedMemConfig, 4020, 0)           \
 	X(cuKernelSetAttribute, cuKernelSetAttribute, 12000, 0)                  \
 	X(cuKernelSetCacheConfig, cuKernelSetCacheConfig, 12000, 0)              \
+	X(cuModuleGetFunctionCount, cuModuleGetFunctionCount, 12040, 0)         \
+	X(cuModuleEnumerateFunctions, cuModuleEnumerateFunctions, 12040, 0)     \
+	X(cuLibraryGetKernelCount, cuLibraryGetKernelCount, 12040, 0)           \
+	X(cuLibraryEnumerateKernels, cuLibraryEnumerateKernels, 12040, 0)       \
 	X(cuLaunchKernel, cuLaunchKernel, 4000, 0)                               \
 	X(cuLaunchKernel_ptsz, cuLaunchKernel, 7000, 1)                          \
 	X(cuLaunchKernelEx, cuLaunchKernelEx, 11060, 0)                          \
@@ -126,6 +130,10 @@ struct nv_real {
 	PFN_cuFuncSetSharedMemConfig cuFuncSetSharedMemConfig;
 	PFN_cuKernelSetAttribute cuKernelSetAttribute;
 	PFN_cuKernelSetCacheConfig cuKernelSetCacheConfig;
+	PFN_cuModuleGetFunctionCount cuModuleGetFunctionCount;
+	PFN_cuModuleEnumerateFunctions cuModuleEnumerateFunctions;
+	PFN_cuLibraryGetKernelCount cuLibraryGetKernelCount;
+	PFN_cuLibraryEnumerateKernels cuLibraryEnumerateKernels;
 	PFN_cuLaunchKernel cuLaunchKernel, cuLaunchKernel_ptsz;
 	PFN_cuLaunchKernelEx cuLaunchKernelEx, cuLaunchKernelEx_ptsz;
 	PFN_cuLaunchCooperativeKernel cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz;

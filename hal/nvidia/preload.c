@@ -649,6 +649,7 @@ static bool resolve_api(void)
 		API(FuncGetName, "cuFuncGetName", true),
 		API(FuncGetAttribute, "cuFuncGetAttribute", true),
 		API(KernelGetAttribute, "cuKernelGetAttribute", true),
+		API(KernelGetName, "cuKernelGetName", true),
 		API(ThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode", true),
 		API(StreamIsCapturing, "cuStreamIsCapturing", true),
 		API(StreamIsCapturing_ptsz, "cuStreamIsCapturing_ptsz", true),

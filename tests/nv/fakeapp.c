@@ -40,6 +40,9 @@ CUresult cuModuleLoadData(CUmodule *, const void *);
 CUresult cuModuleUnload(CUmodule);
 CUresult cuModuleGetFunction(CUfunction *, CUmodule, const char *);
 CUresult cuFuncSetAttribute(CUfunction, int, int);
+CUresult cuModuleGetFunctionCount(unsigned *, CUmodule);
+CUresult cuModuleEnumerateFunctions(CUfunction *, unsigned, CUmodule);
+CUresult cuFuncGetName(const char **, CUfunction);
 CUresult cuCtxSetCurrent(CUcontext);
 CUresult cuGraphAddKernelNode_v2(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
 				 const CUDA_KERNEL_NODE_PARAMS_v2 *);
@@ -299,6 +302,20 @@ int main(int argc, char **argv)
 	CK(cuLaunchKernel(fv, 5, 1, 2, 128, 1, 1, 0, NULL, NULL, NULL));
 	CK(cuFuncSetAttribute(fv, 8, 4096));
 	CK(cuLaunchKernel(fv, 6, 1, 1, 128, 1, 1, 0, NULL, NULL, NULL));
+	{
+		/* the module's functions as the app lists them: its own, not the twins */
+		CUfunction fl[16];
+		unsigned nf = 0;
+		const char *fname;
+
+		CK(cuModuleGetFunctionCount(&nf, m));
+		printf("functions %u:", nf);
+		CK(cuModuleEnumerateFunctions(fl, nf < 16 ? nf : 16, m));
+		for (unsigned i = 0; i < nf && i < 16; i++)
+			if (cuFuncGetName(&fname, fl[i]) == 0)
+				printf(" %.20s", fname);
+		printf("\n");
+	}
 
 	/* The runtime's way in. */
 	h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);

@@ -764,6 +764,58 @@ EXPORT CUresult cuLibraryUnload(CUlibrary lib)
 	return 0;
 }
 
+/* A module's functions (CUDA 12.4's listing): one handle per .entry of its text, in order. */
+static unsigned list_entries(struct fmod *m, CUfunction *out, unsigned max)
+{
+	unsigned n = 0;
+
+	for (const char *p = m->text ? m->text : ""; (p = strstr(p, ".entry ")); p += 7) {
+		const char *q = p + 7;
+		size_t l;
+
+		while (*q == ' ')
+			q++;
+		l = strcspn(q, "( \n");
+		if (out && n < max) {
+			struct ffunc *fn = calloc(1, sizeof(*fn));
+
+			fn->mod = m;
+			snprintf(fn->name, sizeof(fn->name), "%.*s", (int)(l < 255 ? l : 255), q);
+			out[n] = (CUfunction)fn;
+		}
+		n++;
+	}
+	return n;
+}
+
+EXPORT CUresult cuModuleGetFunctionCount(unsigned *count, CUmodule mod)
+{
+	*count = list_entries((struct fmod *)mod, NULL, 0);
+	return 0;
+}
+
+EXPORT CUresult cuModuleEnumerateFunctions(CUfunction *fns, unsigned n, CUmodule mod)
+{
+	list_entries((struct fmod *)mod, fns, n);
+	return 0;
+}
+
+EXPORT CUresult cuLibraryGetKernelCount(unsigned *count, CUlibrary lib)
+{
+	return cuModuleGetFunctionCount(count, (CUmodule)lib);
+}
+
+EXPORT CUresult cuLibraryEnumerateKernels(CUkernel *ks, unsigned n, CUlibrary lib)
+{
+	return cuModuleEnumerateFunctions((CUfunction *)ks, n, (CUmodule)lib);
+}
+
+EXPORT CUresult cuKernelGetName(const char **name, CUkernel k)
+{
+	*name = ((struct ffunc *)k)->name;
+	return 0;
+}
+
 EXPORT CUresult cuLibraryGetKernel(CUkernel *k, CUlibrary lib, const char *name)
 {
 	return cuModuleGetFunction((CUfunction *)k, (CUmodule)lib, name);
