@@ -17,12 +17,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "nv_preload.h"
+#include "ptx_twin.h"
 
 /* ------------------------------------------------------------------ */
 /* Launches                                                             */
@@ -48,11 +50,16 @@ void nv_flush_launches(void)
 static struct nv_handle *learn(const void *f)
 {
 	const char *name = NULL;
+	size_t nl, sl = strlen(GX_FLAT_TWIN_SUFFIX);
 
 	if (!g.cu.FuncGetName || g.cu.FuncGetName(&name, (CUfunction)f) != CUDA_SUCCESS ||
 	    !name)
-		return nv_handle_add(f, 0, NULL, NULL, false);
-	return nv_handle_add(f, gx_kernel_id(name, strlen(name)), NULL, NULL, false);
+		return nv_handle_add(f, 0, NULL, NULL, false, NULL);
+	/* a flat twin's function we never handed out: its kernel's id */
+	nl = strlen(name);
+	if (nl > sl && !strcmp(name + nl - sl, GX_FLAT_TWIN_SUFFIX))
+		nl -= sl;
+	return nv_handle_add(f, gx_kernel_id(name, nl), NULL, NULL, false, NULL);
 }
 
 /*
@@ -137,11 +144,32 @@ static bool twin_fits(struct nv_handle *h)
 }
 
 /*
+ * What runs for @f (@h its handle, or NULL) launched with grid and block
+ * depths @gz, @bz: its flat twin when the launch is flat in z, not
+ * cooperative (the app sized such a grid to what fits the SMs at once) and
+ * the twin fits; else the kernel itself. A twin the app was handed back (a
+ * graph node's parameters) goes back to its kernel for any other launch.
+ */
+static const void *flat_pick(struct nv_handle *h, const void *f, unsigned gz, unsigned bz,
+			     bool coop)
+{
+	bool flat = gz == 1 && bz == 1 && !coop;
+	struct nv_handle *k;
+
+	if (!h)
+		return f;
+	if (h->twin)
+		return flat && twin_fits(h) ? h->twin : f;
+	if (!h->orig)
+		return f;
+	k = nv_handle_find(h->orig);
+	return k && k->twin == f && flat && twin_fits(k) ? f : h->orig;
+}
+
+/*
  * Before a launch of *@f into @s: its maps in place, and its launch record
- * filled in @rec (false: none, the launch is being captured). A launch flat
- * in z (@gz == @bz == 1) that is not being captured runs the kernel's flat
- * twin where it has one that fits (*@f is changed; not for @coop launches,
- * sized by the app to what fits the SMs at once).
+ * filled in @rec (false: none, the launch is being captured). *@f becomes
+ * what flat_pick() says runs (a captured launch's graph node gets it too).
  */
 static bool on_launch(const void **f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
 		      unsigned by, unsigned bz, CUstream s, bool ptsz, bool coop,
@@ -158,16 +186,12 @@ static bool on_launch(const void **f, unsigned gx, unsigned gy, unsigned gz, uns
 	/* The runtime's and driver's teardown is registered by now: go ahead of it. */
 	if (atomic_load_explicit(&g.seq, memory_order_relaxed) < 2)
 		nv_exit_rearm();
+	*f = flat_pick(h, *f, gz, bz, coop);
 	if (captured(s, ptsz))
 		return false;
-	if (h && h->twin) {
-		bool twin = gz == 1 && bz == 1 && !coop && twin_fits(h);
-
-		if (twin)
-			*f = h->twin;
-		atomic_fetch_add_explicit(twin ? &g.twin_launches : &g.kernel_launches, 1,
-					  memory_order_relaxed);
-	}
+	if (h && (h->twin || h->orig))
+		atomic_fetch_add_explicit(*f != (h->orig ? h->orig : h->h) ? &g.twin_launches :
+					  &g.kernel_launches, 1, memory_order_relaxed);
 	memset(rec, 0, sizeof(*rec));
 	rec->kernel_id = h ? h->id : 0;
 	rec->grid[0] = gx;
@@ -343,126 +367,197 @@ static void exec_child_set(CUgraphExec exec, CUgraphNode node, CUgraph child);
 /*
  * Graph kernel nodes: the function's maps must be in place before the graph
  * runs, in the context the node runs in: the _v2 parameters' ctx when set (a
- * library kernel's node of a multi-GPU graph), else the current one.
+ * library kernel's node of a multi-GPU graph), else the current one. And the
+ * node runs what a launch with its dims would (flat_pick: the kernel's flat
+ * twin when the node is flat in z): the parameters given back are @p, or
+ * @copy with the function changed (v1 parameters end before kern).
  */
-static void graph_node(const CUDA_KERNEL_NODE_PARAMS_v2 *p, bool v2)
+static const CUDA_KERNEL_NODE_PARAMS_v2 *graph_node(const CUDA_KERNEL_NODE_PARAMS_v2 *p, bool v2,
+						    CUDA_KERNEL_NODE_PARAMS_v2 *copy)
 {
 	CUcontext cur = NULL, popped;
-	const void *f;
+	const void *f, *run;
+	struct nv_handle *h;
+
+	if (!p || !nv_active())
+		return p;
+	f = p->func ? (const void *)p->func : v2 ? (const void *)p->kern : NULL;
+	h = f ? nv_handle_find(f) : NULL;
+	if (!h || !h->img)
+		return p;
+	if (v2 && p->ctx && g.cu.CtxGetCurrent(&cur) == CUDA_SUCCESS && cur != p->ctx &&
+	    g.cu.CtxPushCurrent(p->ctx) == CUDA_SUCCESS) {
+		nv_img_ready(h->img, nv_current_ctx());
+		run = flat_pick(h, f, p->gridDimZ, p->blockDimZ, false);
+		g.cu.CtxPopCurrent(&popped);
+	} else {
+		nv_img_ready(h->img, nv_current_ctx());
+		run = flat_pick(h, f, p->gridDimZ, p->blockDimZ, false);
+	}
+	if (run == f)
+		return p;
+	memset(copy, 0, sizeof(*copy));
+	memcpy(copy, p, v2 ? sizeof(*copy) : offsetof(CUDA_KERNEL_NODE_PARAMS_v2, kern));
+	if (p->func)
+		copy->func = (CUfunction)run;
+	else
+		copy->kern = (CUkernel)run;
+	return copy;
+}
+
+/* A node's parameters as the app reads them: its kernel, never our twin. */
+static void node_unpick(CUDA_KERNEL_NODE_PARAMS_v2 *p, bool v2)
+{
 	struct nv_handle *h;
 
 	if (!p || !nv_active())
 		return;
-	f = p->func ? (const void *)p->func : v2 ? (const void *)p->kern : NULL;
-	h = f ? nv_handle_find(f) : NULL;
-	if (!h || !h->img)
-		return;
-	if (v2 && p->ctx && g.cu.CtxGetCurrent(&cur) == CUDA_SUCCESS && cur != p->ctx &&
-	    g.cu.CtxPushCurrent(p->ctx) == CUDA_SUCCESS) {
-		nv_img_ready(h->img, nv_current_ctx());
-		g.cu.CtxPopCurrent(&popped);
-		return;
-	}
-	nv_img_ready(h->img, nv_current_ctx());
+	if (p->func && (h = nv_handle_find(p->func)) && h->orig)
+		p->func = (CUfunction)h->orig;
+	else if (v2 && !p->func && p->kern && (h = nv_handle_find(p->kern)) && h->orig)
+		p->kern = (CUkernel)h->orig;
 }
 
 EXPORT CUresult cuGraphAddKernelNode(CUgraphNode *n, CUgraph gr, const CUgraphNode *deps,
 				     size_t nd, const CUDA_KERNEL_NODE_PARAMS_v2 *p)
 {
+	CUDA_KERNEL_NODE_PARAMS_v2 c;
+
 	REAL_OR_FAIL(cuGraphAddKernelNode);
-	graph_node(p, false);
-	return real.cuGraphAddKernelNode(n, gr, deps, nd, p);
+	return real.cuGraphAddKernelNode(n, gr, deps, nd, graph_node(p, false, &c));
 }
 
 EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *n, CUgraph gr, const CUgraphNode *deps,
 					size_t nd, const CUDA_KERNEL_NODE_PARAMS_v2 *p)
 {
+	CUDA_KERNEL_NODE_PARAMS_v2 c;
+
 	REAL_OR_FAIL(cuGraphAddKernelNode_v2);
-	graph_node(p, true);
-	return real.cuGraphAddKernelNode_v2(n, gr, deps, nd, p);
+	return real.cuGraphAddKernelNode_v2(n, gr, deps, nd, graph_node(p, true, &c));
 }
 
 EXPORT CUresult cuGraphKernelNodeSetParams(CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS_v2 *p)
 {
+	CUDA_KERNEL_NODE_PARAMS_v2 c;
+
 	REAL_OR_FAIL(cuGraphKernelNodeSetParams);
-	graph_node(p, false);
-	return real.cuGraphKernelNodeSetParams(n, p);
+	return real.cuGraphKernelNodeSetParams(n, graph_node(p, false, &c));
 }
 
 EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS_v2 *p)
 {
+	CUDA_KERNEL_NODE_PARAMS_v2 c;
+
 	REAL_OR_FAIL(cuGraphKernelNodeSetParams_v2);
-	graph_node(p, true);
-	return real.cuGraphKernelNodeSetParams_v2(n, p);
+	return real.cuGraphKernelNodeSetParams_v2(n, graph_node(p, true, &c));
+}
+
+EXPORT CUresult cuGraphKernelNodeGetParams(CUgraphNode n, CUDA_KERNEL_NODE_PARAMS_v2 *p)
+{
+	CUresult r;
+
+	REAL_OR_FAIL(cuGraphKernelNodeGetParams);
+	r = real.cuGraphKernelNodeGetParams(n, p);
+	if (r == CUDA_SUCCESS)
+		node_unpick(p, false);
+	return r;
+}
+
+EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode n, CUDA_KERNEL_NODE_PARAMS_v2 *p)
+{
+	CUresult r;
+
+	REAL_OR_FAIL(cuGraphKernelNodeGetParams_v2);
+	r = real.cuGraphKernelNodeGetParams_v2(n, p);
+	if (r == CUDA_SUCCESS)
+		node_unpick(p, true);
+	return r;
 }
 
 EXPORT CUresult cuGraphExecKernelNodeSetParams(CUgraphExec e, CUgraphNode n,
 					       const CUDA_KERNEL_NODE_PARAMS_v2 *p)
 {
+	CUDA_KERNEL_NODE_PARAMS_v2 c;
+	const CUDA_KERNEL_NODE_PARAMS_v2 *q;
 	CUresult r;
 
 	REAL_OR_FAIL(cuGraphExecKernelNodeSetParams);
-	graph_node(p, false);
-	r = real.cuGraphExecKernelNodeSetParams(e, n, p);
-	if (r == CUDA_SUCCESS && p && nv_active())
-		exec_node_set(e, n, p, false);
+	q = graph_node(p, false, &c);
+	r = real.cuGraphExecKernelNodeSetParams(e, n, q);
+	if (r == CUDA_SUCCESS && q && nv_active())
+		exec_node_set(e, n, q, false);
 	return r;
 }
 
 EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode n,
 						  const CUDA_KERNEL_NODE_PARAMS_v2 *p)
 {
+	CUDA_KERNEL_NODE_PARAMS_v2 c;
+	const CUDA_KERNEL_NODE_PARAMS_v2 *q;
 	CUresult r;
 
 	REAL_OR_FAIL(cuGraphExecKernelNodeSetParams_v2);
-	graph_node(p, true);
-	r = real.cuGraphExecKernelNodeSetParams_v2(e, n, p);
-	if (r == CUDA_SUCCESS && p && nv_active())
-		exec_node_set(e, n, p, true);
+	q = graph_node(p, true, &c);
+	r = real.cuGraphExecKernelNodeSetParams_v2(e, n, q);
+	if (r == CUDA_SUCCESS && q && nv_active())
+		exec_node_set(e, n, q, true);
 	return r;
 }
 
 /* The generic node calls (CUDA 12.2): what the kernel-node calls above do, for kernel nodes. */
-static const CUDA_KERNEL_NODE_PARAMS_v2 *kernel_of(const CUgraphNodeParams *p)
+static CUgraphNodeParams *kernel_node(CUgraphNodeParams *p, CUgraphNodeParams *copy)
 {
-	return p && p->type == CU_GRAPH_NODE_TYPE_KERNEL ? &p->kernel : NULL;
+	CUDA_KERNEL_NODE_PARAMS_v2 c;
+	const CUDA_KERNEL_NODE_PARAMS_v2 *q;
+
+	if (!p || p->type != CU_GRAPH_NODE_TYPE_KERNEL)
+		return p;
+	q = graph_node(&p->kernel, true, &c);
+	if (q == &p->kernel)
+		return p;
+	*copy = *p;
+	copy->kernel = *q;
+	return copy;
 }
 
 EXPORT CUresult cuGraphAddNode(CUgraphNode *n, CUgraph gr, const CUgraphNode *deps, size_t nd,
 			       CUgraphNodeParams *p)
 {
+	CUgraphNodeParams c;
+
 	REAL_OR_FAIL(cuGraphAddNode);
-	graph_node(kernel_of(p), true);
-	return real.cuGraphAddNode(n, gr, deps, nd, p);
+	return real.cuGraphAddNode(n, gr, deps, nd, kernel_node(p, &c));
 }
 
 EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *n, CUgraph gr, const CUgraphNode *deps,
 				  const void *edges, size_t nd, CUgraphNodeParams *p)
 {
+	CUgraphNodeParams c;
+
 	REAL_OR_FAIL(cuGraphAddNode_v2);
-	graph_node(kernel_of(p), true);
-	return real.cuGraphAddNode_v2(n, gr, deps, edges, nd, p);
+	return real.cuGraphAddNode_v2(n, gr, deps, edges, nd, kernel_node(p, &c));
 }
 
 EXPORT CUresult cuGraphNodeSetParams(CUgraphNode n, CUgraphNodeParams *p)
 {
+	CUgraphNodeParams c;
+
 	REAL_OR_FAIL(cuGraphNodeSetParams);
-	graph_node(kernel_of(p), true);
-	return real.cuGraphNodeSetParams(n, p);
+	return real.cuGraphNodeSetParams(n, kernel_node(p, &c));
 }
 
 EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec e, CUgraphNode n, CUgraphNodeParams *p)
 {
-	const CUDA_KERNEL_NODE_PARAMS_v2 *k = kernel_of(p);
+	CUgraphNodeParams c, *q;
 	CUresult r;
 
 	REAL_OR_FAIL(cuGraphExecNodeSetParams);
-	graph_node(k, true);
-	r = real.cuGraphExecNodeSetParams(e, n, p);
-	if (r == CUDA_SUCCESS && k && nv_active())
-		exec_node_set(e, n, k, true);
-	if (r == CUDA_SUCCESS && p && p->type == CU_GRAPH_NODE_TYPE_GRAPH && nv_active())
-		exec_child_set(e, n, p->child_graph);
+	q = kernel_node(p, &c);
+	r = real.cuGraphExecNodeSetParams(e, n, q);
+	if (r == CUDA_SUCCESS && q && q->type == CU_GRAPH_NODE_TYPE_KERNEL && nv_active())
+		exec_node_set(e, n, &q->kernel, true);
+	if (r == CUDA_SUCCESS && q && q->type == CU_GRAPH_NODE_TYPE_GRAPH && nv_active())
+		exec_child_set(e, n, q->child_graph);
 	return r;
 }
 

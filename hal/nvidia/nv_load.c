@@ -194,7 +194,7 @@ struct nv_handle *nv_handle_find(const void *h)
 }
 
 struct nv_handle *nv_handle_add(const void *h, uint64_t id, struct nv_img *img, const void *twin,
-				 bool kern)
+				 bool kern, const void *orig)
 {
 	struct nv_handle *x;
 	size_t b = hslot(h);
@@ -203,13 +203,15 @@ struct nv_handle *nv_handle_add(const void *h, uint64_t id, struct nv_img *img, 
 	x = atomic_load_explicit(&g.buckets[b], memory_order_relaxed);
 	while (x && x->h != h)
 		x = atomic_load_explicit(&x->next, memory_order_relaxed);
-	if (!x || x->id != id || x->img != img || x->twin != twin || x->kern != kern) {
+	if (!x || x->id != id || x->img != img || x->twin != twin || x->kern != kern ||
+	    x->orig != orig) {
 		x = calloc(1, sizeof(*x));
 		if (x) {
 			x->h = h;
 			x->id = id;
 			x->img = img;
 			x->twin = twin;
+			x->orig = orig;
 			x->kern = kern;
 			atomic_store_explicit(&x->next, atomic_load_explicit(&g.buckets[b],
 					      memory_order_relaxed), memory_order_relaxed);
@@ -262,7 +264,14 @@ static void saw_kernel(const void *h, const char *name, const void *owner, bool 
 		return;
 	if (top && top->state == IMG_INSTR)
 		twin = flat_twin(owner, kern, name);
-	nv_handle_add(h, gx_kernel_id(name, strlen(name)), img, twin, kern);
+	/*
+	 * The twin's own handle too, under the kernel's id, pointing back at the
+	 * kernel: a graph node holds the twin (nv_launch.c), and the launch
+	 * records of a graph's nodes are read from the driver.
+	 */
+	if (twin)
+		nv_handle_add(twin, gx_kernel_id(name, strlen(name)), img, NULL, kern, h);
+	nv_handle_add(h, gx_kernel_id(name, strlen(name)), img, twin, kern, NULL);
 	if (img && img->lib)
 		img = img->lib;
 	if (img && (img->state == IMG_SASS || img->state == IMG_ERROR))
@@ -974,7 +983,9 @@ EXPORT CUresult cuKernelGetFunction(CUfunction *f, CUkernel k)
 			/* the twin's function in this context goes with it */
 			if (!x->twin || real.cuKernelGetFunction(&tf, (CUkernel)x->twin) != CUDA_SUCCESS)
 				tf = NULL;
-			nv_handle_add(*f, x->id, x->img, tf, false);
+			if (tf)
+				nv_handle_add(tf, x->id, x->img, NULL, false, *f);
+			nv_handle_add(*f, x->id, x->img, tf, false, NULL);
 		}
 	}
 	return r;

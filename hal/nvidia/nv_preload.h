@@ -74,6 +74,8 @@
 	X(cuGraphAddKernelNode, cuGraphAddKernelNode, 10000, 0)                  \
 	X(cuGraphAddKernelNode_v2, cuGraphAddKernelNode, 12000, 0)               \
 	X(cuGraphKernelNodeSetParams, cuGraphKernelNodeSetParams, 10000, 0)      \
+	X(cuGraphKernelNodeGetParams, cuGraphKernelNodeGetParams, 10000, 0)      \
+	X(cuGraphKernelNodeGetParams_v2, cuGraphKernelNodeGetParams, 12000, 0)   \
 	X(cuGraphKernelNodeSetParams_v2, cuGraphKernelNodeSetParams, 12000, 0)   \
 	X(cuGraphExecKernelNodeSetParams, cuGraphExecKernelNodeSetParams, 10010, 0) \
 	X(cuGraphExecKernelNodeSetParams_v2, cuGraphExecKernelNodeSetParams, 12000, 0) \
@@ -146,6 +148,7 @@ struct nv_real {
 	PFN_cuDevicePrimaryCtxReset cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2;
 	PFN_cuGraphAddKernelNode cuGraphAddKernelNode, cuGraphAddKernelNode_v2;
 	PFN_cuGraphKernelNodeSetParams cuGraphKernelNodeSetParams, cuGraphKernelNodeSetParams_v2;
+	PFN_cuGraphKernelNodeGetParams cuGraphKernelNodeGetParams, cuGraphKernelNodeGetParams_v2;
 	PFN_cuGraphExecKernelNodeSetParams cuGraphExecKernelNodeSetParams,
 		cuGraphExecKernelNodeSetParams_v2;
 	PFN_cuGraphNodeSetEnabled cuGraphNodeSetEnabled;
@@ -221,6 +224,7 @@ struct nv_handle {
 	uint64_t id;
 	struct nv_img *img;
 	const void *twin;
+	const void *orig;	/* for a twin's own handle: its kernel's */
 	bool kern;
 	_Atomic int twin_ok;
 	_Atomic(struct nv_handle *) next;
@@ -303,7 +307,7 @@ struct nv_ctx *nv_current_ctx(void);
 void nv_img_ready(struct nv_img *img, struct nv_ctx *x);
 struct nv_handle *nv_handle_find(const void *h);
 struct nv_handle *nv_handle_add(const void *h, uint64_t id, struct nv_img *img, const void *twin,
-				 bool kern);
+				 bool kern, const void *orig);
 
 /* nv_launch.c */
 void nv_flush_launches(void);

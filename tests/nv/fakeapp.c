@@ -43,6 +43,7 @@ CUresult cuFuncSetAttribute(CUfunction, int, int);
 CUresult cuModuleGetFunctionCount(unsigned *, CUmodule);
 CUresult cuModuleEnumerateFunctions(CUfunction *, unsigned, CUmodule);
 CUresult cuFuncGetName(const char **, CUfunction);
+CUresult cuKernelGetName(const char **, CUkernel);
 CUresult cuCtxSetCurrent(CUcontext);
 CUresult cuGraphAddKernelNode_v2(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
 				 const CUDA_KERNEL_NODE_PARAMS_v2 *);
@@ -417,6 +418,24 @@ int main(int argc, char **argv)
 		np.kernel.gridDimX = 17;
 		CK(gnset(ge, node, &np));
 		CK(glaunch(ge, NULL));
+		/*
+		 * The node's parameters read back name the app's kernel, not its flat
+		 * twin; given back with a grid two deep in z, the node runs the kernel.
+		 */
+		{
+			CUresult (*gget)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS_v2 *) = NULL;
+			CUDA_KERNEL_NODE_PARAMS_v2 rp;
+			const char *kn = "?";
+
+			CK(gpa("cuGraphKernelNodeGetParams", (void **)&gget, 12000, 0, NULL));
+			CK(gget(node, &rp));
+			CK(cuKernelGetName(&kn, rp.kern));
+			printf("node kernel %s\n", kn);
+			rp.gridDimX = 19;
+			rp.gridDimZ = 2;
+			CK(gset(ge, node, &rp));
+			CK(glaunch(ge, NULL));
+		}
 		CK(gdestroy(ge));
 	}
 

@@ -1044,7 +1044,7 @@ EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode n,
 	(void)e;
 	if (((uintptr_t)n >> 12) != 1 || !node_of(n))
 		return CUDA_ERROR_INVALID_VALUE;
-	logf_("graph_exec_set %u", p->gridDimX);
+	logf_("graph_exec_set %s %u", node_name(p), p->gridDimX);
 	return 0;
 }
 
@@ -1121,6 +1121,7 @@ static const struct {
 	{ "cuGraphExecDestroy", (void *)cuGraphExecDestroy, NULL },
 	{ "cuGraphExecUpdate", (void *)cuGraphExecUpdate_v2, NULL },
 	{ "cuGraphExecKernelNodeSetParams", (void *)cuGraphExecKernelNodeSetParams_v2, NULL },
+	{ "cuGraphKernelNodeGetParams", (void *)cuGraphKernelNodeGetParams_v2, NULL },
 	{ "cuGraphNodeSetEnabled", (void *)cuGraphNodeSetEnabled, NULL },
 	{ "cuGraphExecNodeSetParams", (void *)cuGraphExecNodeSetParams, NULL },
 };
