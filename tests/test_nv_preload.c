@@ -952,9 +952,13 @@ static void test_e2e(void)
 	CHECK_STR_CONTAINS(run.log, "launch vadd__gpuext_flat 4 128");
 	/* the app lists its own functions, not the twins: vadd, other_kernel, other_long_... */
 	CHECK_STR_CONTAINS(run.out, "functions 3: vadd other_kernel other_long_xxxxxxxxx\n");
-	CHECK_STR_CONTAINS(run.log, "launch vadd 5 128\nsetattr vadd 8 4096\n"
+	CHECK_STR_CONTAINS(run.log, "launch vadd 5 128\nlaunch vadd 7 128\nsetattr vadd 8 4096\n"
 			   "setattr vadd__gpuext_flat 8 4096\nlaunch vadd__gpuext_flat 6 128\n");
-	CHECK_EQ_INT(count_lines(run.log, "launch vadd "), 1);	/* 5 x 128 */
+	CHECK_EQ_INT(count_lines(run.log, "launch vadd "), 2);	/* 5 x 128, grid deep; 7 x 128, block */
+	/* cuLaunchKernelEx: flat, the twin; with the cooperative attribute, the kernel */
+	CHECK_STR_CONTAINS(run.log, "launch_ex vadd__gpuext_flat 8 32\nlaunch_ex vadd 9 32\n");
+	/* the app's own refused launch (an empty grid) fails for the kernel too: the twin stays */
+	CHECK_STR_CONTAINS(run.log, "launch refused\nlaunch refused\n");
 	/* the refused launch and the captured one reached the driver (no record: below) */
 	CHECK_STR_CONTAINS(run.log, "launch refused");
 	/* a captured launch flat in z: its graph node holds the twin */
@@ -1015,14 +1019,14 @@ static void test_e2e(void)
 	nl = len / sizeof(*lr);
 	CHECK_EQ_INT(len % sizeof(*lr), 0);
 	/*
-	 * 8 launches and the graph's 6 (one kernel node: launched twice; once
+	 * 11 launches and the graph's 6 (one kernel node: launched twice; once
 	 * more after an update and a new grid; twice while disabled, once after
 	 * another update: no record; once more enabled with another grid; once
 	 * more after cuGraphExecNodeSetParams gave it another; once more given a
 	 * grid two deep in z); not the refused launch, nor the captured one.
 	 */
-	CHECK_EQ_INT(nl, 14);
-	if (lr && nl == 14) {
+	CHECK_EQ_INT(nl, 17);
+	if (lr && nl == 17) {
 		uint64_t gid = gx_kernel_id("lib_graph", 9);
 		unsigned ng = 0;
 
@@ -1040,6 +1044,8 @@ static void test_e2e(void)
 		CHECK(has_launch(lr, nl, "vadd", 4, 128, run.pid));
 		CHECK(has_launch(lr, nl, "vadd", 5, 128, run.pid));
 		CHECK(has_launch(lr, nl, "vadd", 6, 128, run.pid));
+		CHECK(has_launch(lr, nl, "vadd", 8, 32, run.pid));
+		CHECK(has_launch(lr, nl, "vadd", 9, 32, run.pid));
 		CHECK(has_launch(lr, nl, "vadd", 2, 64, run.pid));
 		CHECK(has_launch(lr, nl, "other_kernel", 3, 32, run.pid));
 		CHECK(has_launch(lr, nl, "sass_kernel", 1, 32, run.pid));
@@ -1103,7 +1109,7 @@ static void test_e2e(void)
 	/* The module's load in the second context found the first one's splice. */
 	CHECK_STR_CONTAINS(stats, "splice cache: 1 modules from the cache, 4 spliced");
 	/* vadd 4, 6, 4 (second context) and 2 x 64, libk, lib_noctx; vadd's grid deep in z */
-	CHECK_STR_CONTAINS(stats, "flat twins: 6 launches ran a kernel's flat twin, 1 the kernel");
+	CHECK_STR_CONTAINS(stats, "flat twins: 7 launches ran a kernel's flat twin, 3 the kernel");
 	CHECK_STR_CONTAINS(stats, "L2 policy 0x14f0000000000000: on 1 map atomics of the probes");
 	free(stats);
 
@@ -1152,6 +1158,16 @@ static void test_e2e(void)
 	CHECK_STR_CONTAINS(run.log, "launch vadd 4 128");
 	CHECK_STR_CONTAINS(run.log, "launch vadd 6 128");
 	CHECK(!strstr(run.log, "launch vadd__gpuext_flat"));
+	run_free(&run);
+	/* a twin the driver refuses where it takes the kernel: the kernel, then and from then on */
+	setenv("FAKECUDA_TWIN_LAUNCH_FAIL", "1", 1);
+	run_app(dir, cache, tmp, false, NULL, NULL, &run);
+	unsetenv("FAKECUDA_TWIN_LAUNCH_FAIL");
+	CHECK(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
+	CHECK_STR_CONTAINS(run.log, "launch vadd__gpuext_flat refused\nlaunch vadd 4 128\n");
+	CHECK_STR_CONTAINS(run.log, "launch vadd 6 128\n");
+	CHECK_EQ_INT(count_lines(run.log, "launch vadd__gpuext_flat refused"), 1);
+	CHECK_STR_CONTAINS(run.err, "flat twin could not be launched where the kernel could");
 	run_free(&run);
 	setenv("FAKECUDA_TWIN_SETATTR_FAIL", "1", 1);
 	run_app(dir, cache, tmp, false, NULL, NULL, &run);

@@ -694,15 +694,21 @@ static void test_flat_twin(void)
 	free(out);
 	out = NULL;
 	pk.no_flat_twins = false;
-	/* a module that already names the twin keeps its own */
+	/*
+	 * A module with a kernel of its own named like kz's twin keeps it: kz gets
+	 * no twin (that kernel gets one of its own, named after it).
+	 */
 	{
-		char m2[sizeof(mod) + 64];
+		static const char own[] =
+			"\n.visible .entry kz__gpuext_flat(.param .u64 kt_p)\n{\n\tret;\n}\n";
+		char m2[sizeof(mod) + sizeof(own)];
 
-		snprintf(m2, sizeof(m2), "%s// kz__gpuext_flat\n", mod);
+		snprintf(m2, sizeof(m2), "%s%s", mod, own);
 		CHECK_EQ_INT(gx_ptx_splice(m2, strlen(m2), &pk, &out, &olen, &st, err, sizeof(err)),
 			     0);
-		CHECK_EQ_INT(st.flat_twins, 0);
-		CHECK_EQ_INT(out ? count_str(out, "kz__gpuext_flat") : 0, 1);
+		CHECK_EQ_INT(st.flat_twins, 1);
+		CHECK_EQ_INT(out ? count_str(out, ".entry kz__gpuext_flat(") : 0, 1);
+		CHECK_EQ_INT(out ? count_str(out, ".entry kz__gpuext_flat__gpuext_flat(") : 0, 1);
 		free(out);
 		out = NULL;
 	}

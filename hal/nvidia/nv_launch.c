@@ -113,11 +113,12 @@ static bool func_attr(const void *f, bool kern, int attr, int *v)
 
 /*
  * Whether @h's flat twin may run in its place: it must need no more of the
- * SM than the kernel the app sized its launches for (registers, local
- * memory; a block as large), or a launch the app's kernel takes could fail
- * with the twin. Compared once, at the first flat launch; what the app sets
- * later (cuFuncSetAttribute & co.) is carried over to the twin, or turns
- * it off (nv_load.c).
+ * SM than the kernel the app sized its launches for (registers, local and
+ * static shared memory; a block as large), or a launch the app's kernel
+ * takes could fail with the twin. Compared once, at the first flat launch
+ * (for a CUkernel on the current device: GPUs of one kind assumed); what the
+ * app sets later (cuFuncSetAttribute & co.) is carried over to the twin, or
+ * turns it off (nv_load.c), which the comparison never undoes.
  */
 static bool twin_fits(struct nv_handle *h)
 {
@@ -138,8 +139,13 @@ static bool twin_fits(struct nv_handle *h)
 		else if (attrs[i] == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? b < a : b > a)
 			ok = -1;
 	}
-	/* a race here compares twice and finds the same */
-	atomic_store_explicit(&h->twin_ok, ok, memory_order_relaxed);
+	/* from 0 only: a refusal (-1) stored meanwhile stands; a race compares twice alike */
+	{
+		int zero = 0;
+
+		if (!atomic_compare_exchange_strong(&h->twin_ok, &zero, ok))
+			ok = zero;
+	}
 	return ok > 0;
 }
 
@@ -204,6 +210,37 @@ static bool on_launch(const void **f, unsigned gx, unsigned gy, unsigned gz, uns
 	rec->gpu = x && x->gpu >= 0 ? (uint32_t)x->gpu : NV_NO_GPU;
 	rec->host_ns = nv_now_ns();	/* last: "just before the launch call" */
 	return true;
+}
+
+/*
+ * After a launch of @asked that ran @ran instead (its flat twin) and failed
+ * with @r, an error the kernel itself might not have given (a value out of
+ * range, too few resources: state of the kernel's the twin never got): the
+ * kernel to launch again in its place; NULL: @r stands.
+ */
+static const void *twin_failed(const void *asked, const void *ran, CUresult r)
+{
+	struct nv_handle *h = asked ? nv_handle_find(asked) : NULL;
+	const void *k = h && h->orig ? h->orig : asked;
+
+	if ((r != CUDA_ERROR_INVALID_VALUE && r != CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES) || ran == k)
+		return NULL;
+	return k;
+}
+
+/*
+ * The kernel @k launched where its twin had failed to (twin_failed): when it
+ * took the launch, the twin is off for good; when it failed too, the error
+ * was the app's and the twin stays.
+ */
+static CUresult twin_retried(const void *k, CUresult r)
+{
+	struct nv_handle *h = nv_handle_find(k);
+
+	if (r == CUDA_SUCCESS && h && atomic_exchange(&h->twin_ok, -1) >= 0)
+		fprintf(stderr, PFX "a kernel's flat twin could not be launched where the kernel "
+			"could: the kernel runs from now on (hal/nvidia/ptx_twin.c)\n");
+	return r;
 }
 
 /* Queues @n records (seq given here, in order). */
@@ -279,13 +316,24 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
 			       void **extra)
 {
 	struct gx_launch_rec rec;
+	const void *asked = f;
 	bool have = false;
+	CUresult r;
 
 	REAL_OR_FAIL(cuLaunchKernel);
 	if (nv_active())
 		have = on_launch((const void **)&f, gx, gy, gz, bx, by, bz, s, false, false, &rec);
-	return launched(real.cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shm, s, params, extra),
-			have, &rec);
+	r = real.cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shm, s, params, extra);
+	if (r != CUDA_SUCCESS) {
+		const void *k = twin_failed(asked, f, r);
+
+		if (k) {
+			f = (CUfunction)k;
+			r = twin_retried(k, real.cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shm, s,
+						params, extra));
+		}
+	}
+	return launched(r, have, &rec);
 }
 
 EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
@@ -293,41 +341,74 @@ EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsi
 				    CUstream s, void **params, void **extra)
 {
 	struct gx_launch_rec rec;
+	const void *asked = f;
 	bool have = false;
+	CUresult r;
 
 	REAL_OR_FAIL(cuLaunchKernel_ptsz);
 	if (nv_active())
 		have = on_launch((const void **)&f, gx, gy, gz, bx, by, bz, s, true, false, &rec);
-	return launched(real.cuLaunchKernel_ptsz(f, gx, gy, gz, bx, by, bz, shm, s, params, extra),
-			have, &rec);
+	r = real.cuLaunchKernel_ptsz(f, gx, gy, gz, bx, by, bz, shm, s, params, extra);
+	if (r != CUDA_SUCCESS) {
+		const void *k = twin_failed(asked, f, r);
+
+		if (k) {
+			f = (CUfunction)k;
+			r = twin_retried(k, real.cuLaunchKernel_ptsz(f, gx, gy, gz, bx, by, bz,
+						shm, s, params, extra));
+		}
+	}
+	return launched(r, have, &rec);
 }
 
 EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params,
 				 void **extra)
 {
 	struct gx_launch_rec rec;
+	const void *asked = f;
 	bool have = false;
+	CUresult r;
 
 	REAL_OR_FAIL(cuLaunchKernelEx);
 	if (nv_active() && c)
 		have = on_launch((const void **)&f, c->gridDimX, c->gridDimY, c->gridDimZ,
 				 c->blockDimX, c->blockDimY, c->blockDimZ, c->hStream, false,
 				 ex_coop(c), &rec);
-	return launched(real.cuLaunchKernelEx(c, f, params, extra), have, &rec);
+	r = real.cuLaunchKernelEx(c, f, params, extra);
+	if (r != CUDA_SUCCESS) {
+		const void *k = twin_failed(asked, f, r);
+
+		if (k) {
+			f = (CUfunction)k;
+			r = twin_retried(k, real.cuLaunchKernelEx(c, f, params, extra));
+		}
+	}
+	return launched(r, have, &rec);
 }
 
 EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **params,
 				      void **extra)
 {
 	struct gx_launch_rec rec;
+	const void *asked = f;
 	bool have = false;
+	CUresult r;
 
 	REAL_OR_FAIL(cuLaunchKernelEx_ptsz);
 	if (nv_active() && c)
 		have = on_launch((const void **)&f, c->gridDimX, c->gridDimY, c->gridDimZ,
 				 c->blockDimX, c->blockDimY, c->blockDimZ, c->hStream, true,
 				 ex_coop(c), &rec);
-	return launched(real.cuLaunchKernelEx_ptsz(c, f, params, extra), have, &rec);
+	r = real.cuLaunchKernelEx_ptsz(c, f, params, extra);
+	if (r != CUDA_SUCCESS) {
+		const void *k = twin_failed(asked, f, r);
+
+		if (k) {
+			f = (CUfunction)k;
+			r = twin_retried(k, real.cuLaunchKernelEx_ptsz(c, f, params, extra));
+		}
+	}
+	return launched(r, have, &rec);
 }
 
 EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
@@ -335,13 +416,24 @@ EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy
 					  CUstream s, void **params)
 {
 	struct gx_launch_rec rec;
+	const void *asked = f;
 	bool have = false;
+	CUresult r;
 
 	REAL_OR_FAIL(cuLaunchCooperativeKernel);
 	if (nv_active())
 		have = on_launch((const void **)&f, gx, gy, gz, bx, by, bz, s, false, true, &rec);
-	return launched(real.cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shm, s, params),
-			have, &rec);
+	r = real.cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shm, s, params);
+	if (r != CUDA_SUCCESS) {
+		const void *k = twin_failed(asked, f, r);
+
+		if (k) {
+			f = (CUfunction)k;
+			r = twin_retried(k, real.cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by,
+						bz, shm, s, params));
+		}
+	}
+	return launched(r, have, &rec);
 }
 
 EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy,
@@ -349,14 +441,25 @@ EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsign
 					       unsigned shm, CUstream s, void **params)
 {
 	struct gx_launch_rec rec;
+	const void *asked = f;
 	bool have = false;
+	CUresult r;
 
 	REAL_OR_FAIL(cuLaunchCooperativeKernel_ptsz);
 	if (nv_active())
 		have = on_launch((const void **)&f, gx, gy, gz, bx, by, bz, s, true, true, &rec);
-	return launched(real.cuLaunchCooperativeKernel_ptsz(f, gx, gy, gz, bx, by, bz, shm, s,
-							    params),
-			have, &rec);
+	r = real.cuLaunchCooperativeKernel_ptsz(f, gx, gy, gz, bx, by, bz, shm, s,
+							    params);
+	if (r != CUDA_SUCCESS) {
+		const void *k = twin_failed(asked, f, r);
+
+		if (k) {
+			f = (CUfunction)k;
+			r = twin_retried(k, real.cuLaunchCooperativeKernel_ptsz(f, gx, gy, gz, bx,
+						by, bz, shm, s, params));
+		}
+	}
+	return launched(r, have, &rec);
 }
 
 static void exec_node_set(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS_v2 *p,

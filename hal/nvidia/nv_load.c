@@ -262,7 +262,9 @@ static void saw_kernel(const void *h, const char *name, const void *owner, bool 
 
 	if (!h || !name)
 		return;
-	if (top && top->state == IMG_INSTR)
+	/* no twin to look for where the pack made none, or none could be launched */
+	if (top && top->state == IMG_INSTR && !g.pack.no_flat_twins &&
+	    (kern ? g.cu.KernelGetAttribute != NULL : g.cu.FuncGetAttribute != NULL))
 		twin = flat_twin(owner, kern, name);
 	/*
 	 * The twin's own handle too, under the kernel's id, pointing back at the
@@ -981,7 +983,8 @@ EXPORT CUresult cuKernelGetFunction(CUfunction *f, CUkernel k)
 			CUfunction tf = NULL;
 
 			/* the twin's function in this context goes with it */
-			if (!x->twin || real.cuKernelGetFunction(&tf, (CUkernel)x->twin) != CUDA_SUCCESS)
+			if (!x->twin || atomic_load(&x->twin_ok) < 0 ||
+			    real.cuKernelGetFunction(&tf, (CUkernel)x->twin) != CUDA_SUCCESS)
 				tf = NULL;
 			if (tf)
 				nv_handle_add(tf, x->id, x->img, NULL, false, *f);
@@ -1127,8 +1130,13 @@ static CUresult list_own(const void *owner, bool kern, unsigned total, void **ou
 	unsigned k;
 	CUresult r;
 
-	if (!all)
-		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (!all) {
+		/* no room to filter: the driver's own answer, twins and all */
+		if (!out)
+			return CUDA_SUCCESS;
+		return kern ? real.cuLibraryEnumerateKernels((CUkernel *)out, max, (CUlibrary)owner) :
+			      real.cuModuleEnumerateFunctions((CUfunction *)out, max, (CUmodule)owner);
+	}
 	r = kern ? real.cuLibraryEnumerateKernels((CUkernel *)all, total, (CUlibrary)owner) :
 		   real.cuModuleEnumerateFunctions((CUfunction *)all, total, (CUmodule)owner);
 	if (r == CUDA_SUCCESS) {

@@ -1113,7 +1113,11 @@ static void flat_twin(struct splicer *s, size_t from, const char *name)
 	}
 	memcpy(tn, name, nl);
 	memcpy(tn + nl, GX_FLAT_TWIN_SUFFIX, sl + 1);
-	if (memmem(s->src, s->n, tn, nl + sl)) {
+	/* the module's text is searched once for the suffix, and for the name only where it has it */
+	if (!s->twin_scan) {
+		s->twin_scan = memmem(s->src, s->n, GX_FLAT_TWIN_SUFFIX, sl) ? 2 : 1;
+	}
+	if (s->twin_scan == 2 && memmem(s->src, s->n, tn, nl + sl)) {
 		free(tn);
 		return;
 	}

@@ -79,6 +79,7 @@ struct splicer {
 	unsigned site_seq;
 	bool probes_declared;
 	bool in_func;		/* walking a .func body: memory sites only */
+	int twin_scan;		/* 0 not yet, 1 the source never names a flat twin, 2 it may */
 	bool filter_all;	/* the kernel filter matches every .entry of the module */
 	struct obuf funcs;	/* GX_SPLICE_FUNC lines: the .func bodies instrumented */
 	struct obuf hoist;	/* code the sites moved to the function's start ... */

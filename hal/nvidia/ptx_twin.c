@@ -118,7 +118,7 @@ int gx_ptx_flat_twin(const char *fn, size_t n, const char *name, const char *pfx
 		return -EINVAL;
 	while (ent < end && (*ent == ' ' || *ent == '\t' || *ent == '\n' || *ent == '\r'))
 		ent++;
-	if ((size_t)(end - ent) < nl || memcmp(ent, name, nl) || gx_sp_is_ident(ent[nl]))
+	if ((size_t)(end - ent) <= nl || memcmp(ent, name, nl) || gx_sp_is_ident(ent[nl]))
 		return -EINVAL;
 	cap = n + sl + 1;
 	o = malloc(cap);

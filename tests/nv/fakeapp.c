@@ -301,6 +301,7 @@ int main(int argc, char **argv)
 	 * kernel itself; what the app sets on the kernel its twin gets too.
 	 */
 	CK(cuLaunchKernel(fv, 5, 1, 2, 128, 1, 1, 0, NULL, NULL, NULL));
+	CK(cuLaunchKernel(fv, 7, 1, 1, 128, 1, 2, 0, NULL, NULL, NULL));	/* a block two deep */
 	CK(cuFuncSetAttribute(fv, 8, 4096));
 	CK(cuLaunchKernel(fv, 6, 1, 1, 128, 1, 1, 0, NULL, NULL, NULL));
 	{
@@ -350,6 +351,20 @@ int main(int argc, char **argv)
 	CK(gpa("cuLibraryGetKernel", (void **)&lgk, 12000, 0, NULL));
 	CK(lk(fv, 2, 1, 1, 64, 1, 1, 0, NULL, NULL, NULL));
 	CK(lke(&cfg, fo, NULL, NULL));
+	{
+		/* cuLaunchKernelEx: flat, the twin; asked to be cooperative, the kernel */
+		CUlaunchConfig c8 = { 8, 1, 1, 32, 1, 1, 0, NULL, NULL, 0 };
+		unsigned char coop[72] = { 0 };
+		int id = 2, on = 1;
+
+		CK(lke(&c8, fv, NULL, NULL));
+		memcpy(coop, &id, sizeof(id));
+		memcpy(coop + 8, &on, sizeof(on));
+		c8.gridDimX = 9;
+		c8.attrs = coop;
+		c8.numAttrs = 1;
+		CK(lke(&c8, fv, NULL, NULL));
+	}
 	CK(ld(&ms, sass_only));
 	CK(gf(&fs, ms, "sass_kernel"));
 	CK(lk(fs, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));

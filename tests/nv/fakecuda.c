@@ -894,6 +894,11 @@ static CUresult launch(const char *how, CUfunction f, unsigned gx, unsigned bx)
 		logf_("%s refused", how);
 		return CUDA_ERROR_INVALID_VALUE;
 	}
+	/* $FAKECUDA_TWIN_LAUNCH_FAIL: a flat twin is refused where its kernel is not */
+	if (is_twin(f) && getenv("FAKECUDA_TWIN_LAUNCH_FAIL")) {
+		logf_("%s %s refused", how, fn->name);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
 	logf_("%s %s %u %u", how, fn->name, gx, bx);
 	return 0;
 }

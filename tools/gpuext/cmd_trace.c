@@ -150,7 +150,7 @@ static void trace_usage(FILE *f)
 		"  --no-flat-twins  no flat twins: by default each instrumented kernel whose probes\n"
 		"                   read a z component (block, thread or grid) also gets a copy\n"
 		"                   where those reads are the constants a launch flat in z gives\n"
-		"                   (0, 1), and launches flat in z run the copy: 0.5 to 1.2 points\n"
+		"                   (0, 1), and launches flat in z run the copy: 0.1 to 1.1 points\n"
 		"                   less overhead on an H200, but twice the JIT time on a cold\n"
 		"                   cache (hal/nvidia/ptx_twin.c)\n"
 		"\n"
