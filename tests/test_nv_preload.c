@@ -723,6 +723,16 @@ static void watch_live(void *arg)
 }
 
 /* A launch record of @name's @gx x @bx launch by @pid on device 1 (lib_graph: 0, its node's). */
+/* run_app with $@var set to @val for the app (and the fake driver), which must exit 0. */
+static void run_app_with(const char *var, const char *val, const char *dir, const char *cache,
+			 const char *tmp, struct run *run)
+{
+	setenv(var, val, 1);
+	run_app(dir, cache, tmp, false, NULL, NULL, run);
+	unsetenv(var);
+	CHECK(WIFEXITED(run->status) && WEXITSTATUS(run->status) == 0);
+}
+
 static bool has_launch(const struct gx_launch_rec *r, size_t n, const char *name, uint32_t gx,
 		       uint32_t bx, pid_t pid)
 {
@@ -1151,28 +1161,19 @@ static void test_e2e(void)
 	 * the app sized for the kernel could fail); nor one that refused an
 	 * attribute the app set, from then on.
 	 */
-	setenv("FAKECUDA_TWIN_REGS", "40", 1);
-	run_app(dir, cache, tmp, false, NULL, NULL, &run);
-	unsetenv("FAKECUDA_TWIN_REGS");
-	CHECK(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
+	run_app_with("FAKECUDA_TWIN_REGS", "40", dir, cache, tmp, &run);
 	CHECK_STR_CONTAINS(run.log, "launch vadd 4 128");
 	CHECK_STR_CONTAINS(run.log, "launch vadd 6 128");
 	CHECK(!strstr(run.log, "launch vadd__gpuext_flat"));
 	run_free(&run);
 	/* a twin the driver refuses where it takes the kernel: the kernel, then and from then on */
-	setenv("FAKECUDA_TWIN_LAUNCH_FAIL", "1", 1);
-	run_app(dir, cache, tmp, false, NULL, NULL, &run);
-	unsetenv("FAKECUDA_TWIN_LAUNCH_FAIL");
-	CHECK(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
+	run_app_with("FAKECUDA_TWIN_LAUNCH_FAIL", "1", dir, cache, tmp, &run);
 	CHECK_STR_CONTAINS(run.log, "launch vadd__gpuext_flat refused\nlaunch vadd 4 128\n");
 	CHECK_STR_CONTAINS(run.log, "launch vadd 6 128\n");
 	CHECK_EQ_INT(count_lines(run.log, "launch vadd__gpuext_flat refused"), 1);
 	CHECK_STR_CONTAINS(run.err, "flat twin could not be launched where the kernel could");
 	run_free(&run);
-	setenv("FAKECUDA_TWIN_SETATTR_FAIL", "1", 1);
-	run_app(dir, cache, tmp, false, NULL, NULL, &run);
-	unsetenv("FAKECUDA_TWIN_SETATTR_FAIL");
-	CHECK(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
+	run_app_with("FAKECUDA_TWIN_SETATTR_FAIL", "1", dir, cache, tmp, &run);
 	CHECK_STR_CONTAINS(run.log, "launch vadd__gpuext_flat 4 128\n");
 	CHECK_STR_CONTAINS(run.log, "setattr vadd 8 4096\nsetattr vadd__gpuext_flat refused\n"
 			   "launch vadd 6 128\n");

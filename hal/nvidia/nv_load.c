@@ -1119,6 +1119,27 @@ static bool has_twins(const void *owner)
 	return img && img->state == IMG_INSTR;
 }
 
+/* The driver's count of @owner's functions (a library's kernels when @kern), and its list. */
+static CUresult driver_count(const void *owner, bool kern, unsigned *count)
+{
+	if (kern)
+		return real.cuLibraryGetKernelCount ?
+			       real.cuLibraryGetKernelCount(count, (CUlibrary)owner) : CUDA_ERROR_NOT_FOUND;
+	return real.cuModuleGetFunctionCount ?
+		       real.cuModuleGetFunctionCount(count, (CUmodule)owner) : CUDA_ERROR_NOT_FOUND;
+}
+
+static CUresult driver_list(const void *owner, bool kern, void **out, unsigned n)
+{
+	if (kern)
+		return real.cuLibraryEnumerateKernels ?
+			       real.cuLibraryEnumerateKernels((CUkernel *)out, n, (CUlibrary)owner) :
+			       CUDA_ERROR_NOT_FOUND;
+	return real.cuModuleEnumerateFunctions ?
+		       real.cuModuleEnumerateFunctions((CUfunction *)out, n, (CUmodule)owner) :
+		       CUDA_ERROR_NOT_FOUND;
+}
+
 /*
  * The app's own handles of @owner into @out (at most @max; NULL: none, the
  * count only), their number in *@count. @total is the driver's count.
@@ -1130,15 +1151,9 @@ static CUresult list_own(const void *owner, bool kern, unsigned total, void **ou
 	unsigned k;
 	CUresult r;
 
-	if (!all) {
-		/* no room to filter: the driver's own answer, twins and all */
-		if (!out)
-			return CUDA_SUCCESS;
-		return kern ? real.cuLibraryEnumerateKernels((CUkernel *)out, max, (CUlibrary)owner) :
-			      real.cuModuleEnumerateFunctions((CUfunction *)out, max, (CUmodule)owner);
-	}
-	r = kern ? real.cuLibraryEnumerateKernels((CUkernel *)all, total, (CUlibrary)owner) :
-		   real.cuModuleEnumerateFunctions((CUfunction *)all, total, (CUmodule)owner);
+	if (!all)	/* no room to filter: the driver's own answer, twins and all */
+		return out ? driver_list(owner, kern, out, max) : CUDA_SUCCESS;
+	r = driver_list(owner, kern, all, total);
 	if (r == CUDA_SUCCESS) {
 		k = drop_twins(all, total, kern);
 		if (out)
@@ -1149,46 +1164,47 @@ static CUresult list_own(const void *owner, bool kern, unsigned total, void **ou
 	return r;
 }
 
+/* The counts and lists the app asks for: the driver's, less our flat twins. */
+static CUresult count_own(const void *owner, bool kern, unsigned *count)
+{
+	CUresult r = driver_count(owner, kern, count);
+
+	if (r != CUDA_SUCCESS || !count || !has_twins(owner))
+		return r;
+	/* a list that cannot be had leaves the driver's count */
+	list_own(owner, kern, *count, NULL, 0, count);
+	return CUDA_SUCCESS;
+}
+
+static CUresult enumerate_own(const void *owner, bool kern, void **out, unsigned n)
+{
+	unsigned total = 0, k = 0;
+
+	if (!out || !has_twins(owner) || driver_count(owner, kern, &total) != CUDA_SUCCESS)
+		return driver_list(owner, kern, out, n);
+	return list_own(owner, kern, total, out, n, &k);
+}
+
 EXPORT CUresult cuModuleGetFunctionCount(unsigned *count, CUmodule m)
 {
-	CUresult r;
-
 	REAL_OR_FAIL(cuModuleGetFunctionCount);
-	r = real.cuModuleGetFunctionCount(count, m);
-	if (r != CUDA_SUCCESS || !count || !has_twins(m) || !real.cuModuleEnumerateFunctions)
-		return r;
-	return list_own(m, false, *count, NULL, 0, count);
+	return count_own(m, false, count);
 }
 
 EXPORT CUresult cuModuleEnumerateFunctions(CUfunction *fns, unsigned n, CUmodule m)
 {
-	unsigned total = 0, k = 0;
-
 	REAL_OR_FAIL(cuModuleEnumerateFunctions);
-	if (!fns || !has_twins(m) || !real.cuModuleGetFunctionCount ||
-	    real.cuModuleGetFunctionCount(&total, m) != CUDA_SUCCESS)
-		return real.cuModuleEnumerateFunctions(fns, n, m);
-	return list_own(m, false, total, (void **)fns, n, &k);
+	return enumerate_own(m, false, (void **)fns, n);
 }
 
 EXPORT CUresult cuLibraryGetKernelCount(unsigned *count, CUlibrary lib)
 {
-	CUresult r;
-
 	REAL_OR_FAIL(cuLibraryGetKernelCount);
-	r = real.cuLibraryGetKernelCount(count, lib);
-	if (r != CUDA_SUCCESS || !count || !has_twins(lib) || !real.cuLibraryEnumerateKernels)
-		return r;
-	return list_own(lib, true, *count, NULL, 0, count);
+	return count_own(lib, true, count);
 }
 
 EXPORT CUresult cuLibraryEnumerateKernels(CUkernel *ks, unsigned n, CUlibrary lib)
 {
-	unsigned total = 0, k = 0;
-
 	REAL_OR_FAIL(cuLibraryEnumerateKernels);
-	if (!ks || !has_twins(lib) || !real.cuLibraryGetKernelCount ||
-	    real.cuLibraryGetKernelCount(&total, lib) != CUDA_SUCCESS)
-		return real.cuLibraryEnumerateKernels(ks, n, lib);
-	return list_own(lib, true, total, (void **)ks, n, &k);
+	return enumerate_own(lib, true, (void **)ks, n);
 }
