@@ -1161,11 +1161,20 @@ static void test_e2e(void)
 	 * the app sized for the kernel could fail); nor one that refused an
 	 * attribute the app set, from then on.
 	 */
-	run_app_with("FAKECUDA_TWIN_REGS", "40", dir, cache, tmp, &run);
-	CHECK_STR_CONTAINS(run.log, "launch vadd 4 128");
-	CHECK_STR_CONTAINS(run.log, "launch vadd 6 128");
-	CHECK(!strstr(run.log, "launch vadd__gpuext_flat"));
-	run_free(&run);
+	{
+		/* more registers, local memory, or a smaller largest block: each alone */
+		static const char *const more[][2] = { { "FAKECUDA_TWIN_REGS", "40" },
+						       { "FAKECUDA_TWIN_LOCAL", "16" },
+						       { "FAKECUDA_TWIN_THREADS", "512" } };
+
+		for (size_t i = 0; i < sizeof(more) / sizeof(more[0]); i++) {
+			run_app_with(more[i][0], more[i][1], dir, cache, tmp, &run);
+			CHECK_STR_CONTAINS(run.log, "launch vadd 4 128");
+			CHECK_STR_CONTAINS(run.log, "launch vadd 6 128");
+			CHECK(!strstr(run.log, "launch vadd__gpuext_flat"));
+			run_free(&run);
+		}
+	}
 	/* a twin the driver refuses where it takes the kernel: the kernel, then and from then on */
 	run_app_with("FAKECUDA_TWIN_LAUNCH_FAIL", "1", dir, cache, tmp, &run);
 	CHECK_STR_CONTAINS(run.log, "launch vadd__gpuext_flat refused\nlaunch vadd 4 128\n");

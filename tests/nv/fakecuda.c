@@ -655,8 +655,9 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule mod, const char *nam
 
 /*
  * Function attributes, for the preload library's flat-twin check: 32
- * registers ($FAKECUDA_TWIN_REGS for a kernel's flat twin), blocks of up
- * to 1024, no local or static shared memory. Setting one is logged
+ * registers, blocks of up to 1024, no local or static shared memory (for a
+ * kernel's flat twin $FAKECUDA_TWIN_REGS, $FAKECUDA_TWIN_THREADS and
+ * $FAKECUDA_TWIN_LOCAL say otherwise). Setting one is logged
  * ("setattr NAME ATTR VALUE"); $FAKECUDA_TWIN_SETATTR_FAIL makes a twin
  * refuse it.
  */
@@ -671,8 +672,11 @@ static CUresult get_attr(int *v, int attr, CUfunction f)
 
 	if (!f)
 		return CUDA_ERROR_INVALID_VALUE;
+	const char *l = getenv("FAKECUDA_TWIN_LOCAL"), *t = getenv("FAKECUDA_TWIN_THREADS");
+
 	*v = attr == CU_FUNC_ATTRIBUTE_NUM_REGS ? (is_twin(f) && r ? atoi(r) : 32) :
-	     attr == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024 : 0;
+	     attr == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? (is_twin(f) && t ? atoi(t) : 1024) :
+	     attr == CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES ? (is_twin(f) && l ? atoi(l) : 0) : 0;
 	return 0;
 }
 
