@@ -390,8 +390,27 @@ static void splice_early(const char *bpf, const char *what)
 			/* "setp.ne.b32 \t%gxs_I2_h_p1" -> the predicate's name */
 			q = q ? strchr(q, '%') : NULL;
 			if (q) {
+				char merged[80];
+				const char *b1, *b2;
+
+				/* the branch on it, or folded into one with the next (gx_site_merge_guards) */
 				snprintf(br, sizeof(br), "@%.*s bra", (int)strcspn(q, ","), q);
-				CHECK(strstr(p, br) && strstr(p, br) < body_end);
+				snprintf(merged, sizeof(merged), "or.pred %%gxs_qe, %.*s, ",
+					 (int)strcspn(q, ","), q);
+				b1 = strstr(p, br);
+				b2 = strstr(p, merged);
+				CHECK((b1 && b1 < body_end) || (b2 && b2 < body_end));
+				/*
+				 * threadhist: the election and the map's NULL test are one
+				 * branch, and the RED follows it.
+				 */
+				if (strstr(what, "threadhist")) {
+					const char *g = b2 ? strstr(b2, "\n\t@%gxs_qe bra ") : NULL;
+					const char *a = g ? strstr(g + 1, "\n") : NULL;
+
+					CHECK(b2 && b2 < body_end && !(b1 && b1 < body_end));
+					CHECK(g && a && !strncmp(a + 1, "\tatom.global.add.u64", 20));
+				}
 				CHECK(!strstr(p, "%lanemask_lt") || strstr(p, "%lanemask_lt") > body_end);
 			}
 		}

@@ -727,8 +727,85 @@ static void test_flat_twin(void)
 	}
 }
 
+/* Two branches to one label with register-only work between them become one (gx_site_merge_guards). */
+static void test_merge_guards(void)
+{
+	static const char two[] =
+		"\t{\n"
+		"\tactivemask.b32 \t%r8;\n"
+		"\t@%gxs_I1_h_p1 bra \t$L__BB0_3_gxs_I1;\n"
+		"\tmov.b64 \t%rd3, gpuext_rt_maps;\n"
+		"\t// begin inline asm\n"
+		"\tmov.b64 %rd2, %rd3;\n"
+		"\t// end inline asm\n"
+		"\tld.const.b64 \t%rd4, [%rd2];\n"
+		"\tand.b64 \t%rd1, %rd4, -8;\n"
+		"\tsetp.eq.b64 \t%p2, %rd1, 0;\n"
+		"\t@%p2 bra \t$L__BB0_3_gxs_I1;\n"
+		"\tatom.global.add.u64 \t%rd8, [%rd1], 1;\n"
+		"$L__BB0_3_gxs_I1:\n"
+		"\t}\n";
+	char *m = gx_site_merge_guards(two, "%gxs_qe"), *t2;
+
+	CHECK(m != NULL);
+	if (m) {
+		CHECK(!strstr(m, "@%gxs_I1_h_p1 bra"));
+		CHECK(!strstr(m, "@%p2 bra"));
+		CHECK(strstr(m, "\tsetp.eq.b64 \t%p2, %rd1, 0;\n\tor.pred %gxs_qe, %gxs_I1_h_p1, %p2;\n"
+				"\t@%gxs_qe bra $L__BB0_3_gxs_I1;\n\tatom.global.add.u64") != NULL);
+		/* everything else as it was, in order */
+		CHECK(strstr(m, "\tactivemask.b32 \t%r8;\n\tmov.b64 \t%rd3, gpuext_rt_maps;\n") != NULL);
+		CHECK(strlen(m) == strlen(two) - strlen("\t@%gxs_I1_h_p1 bra \t$L__BB0_3_gxs_I1;\n") -
+				   strlen("\t@%p2 bra \t$L__BB0_3_gxs_I1;\n") +
+				   strlen("\tor.pred %gxs_qe, %gxs_I1_h_p1, %p2;\n\t@%gxs_qe bra $L__BB0_3_gxs_I1;\n"));
+		free(m);
+	}
+	/* Left alone: a memory operation, a label or a write of the first predicate between; other labels; negation. */
+	{
+		static const char *const keep[] = {
+			"\t@%p1 bra \tL1;\n\tld.global.u32 \t%r1, [%rd1];\n\t@%p2 bra \tL1;\n",
+			"\t@%p1 bra \tL1;\n\tst.global.u32 \t[%rd1], %r1;\n\t@%p2 bra \tL1;\n",
+			"\t@%p1 bra \tL1;\nL0:\n\t@%p2 bra \tL1;\n",
+			"\t@%p1 bra \tL1;\n\tsetp.ne.b32 \t%p1, %r1, 0;\n\t@%p2 bra \tL1;\n",
+			"\t@%p1 bra \tL1;\n\tmov.u32 \t%r1, 0;\n\t@%p2 bra \tL2;\n",
+			"\t@!%p1 bra \tL1;\n\tmov.u32 \t%r1, 0;\n\t@%p2 bra \tL1;\n",
+			"\t@%p1 bra \tL1;\n\t@%p3 mov.u32 \t%r1, 0;\n\t@%p2 bra \tL1;\n",
+			"\t@%p1 bra \tL1;\n\tbar.sync \t0;\n\t@%p2 bra \tL1;\n",
+		};
+
+		for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+			m = gx_site_merge_guards(keep[i], "%gxs_qe");
+			CHECK(m && !strcmp(m, keep[i]));
+			if (m && strcmp(m, keep[i]))
+				fprintf(stderr, "merged: %s\n", keep[i]);
+			free(m);
+		}
+	}
+	/* More than a few instructions between: left alone (warps that skip would run them all). */
+	t2 = malloc(4096);
+	if (t2) {
+		strcpy(t2, "\t@%p1 bra \tL1;\n");
+		for (int i = 0; i < 9; i++)
+			strcat(t2, "\tadd.s32 \t%r2, %r2, 1;\n");
+		strcat(t2, "\t@%p2 bra \tL1;\n");
+		m = gx_site_merge_guards(t2, "%gxs_qe");
+		CHECK(m && !strcmp(m, t2));
+		free(m);
+		/* eight: merged */
+		strcpy(t2, "\t@%p1 bra \tL1;\n");
+		for (int i = 0; i < 8; i++)
+			strcat(t2, "\tadd.s32 \t%r2, %r2, 1;\n");
+		strcat(t2, "\t@%p2 bra \tL1;\n");
+		m = gx_site_merge_guards(t2, "%gxs_qe");
+		CHECK(m && strstr(m, "or.pred %gxs_qe, %p1, %p2;") && !strstr(m, "@%p1"));
+		free(m);
+		free(t2);
+	}
+}
+
 int main(void)
 {
+	test_merge_guards();
 	test_entry_sync();
 	test_malformed();
 	test_inline();

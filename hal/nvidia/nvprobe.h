@@ -90,9 +90,11 @@ void gx_cache_key(const void *module_ptx, size_t ptx_len, const uint8_t pack_has
  * loop (ptx_splice.c, emit_site); 10: at an exit site, an election on the
  * thread index mod 32 lets the site's hoisting go on (ptx_hoist.c); 11: a
  * flat twin after each instrumented kernel whose probes read a z register
- * (ptx_twin.c).
+ * (ptx_twin.c); 12: two branches of a site to one label with register-only
+ * work between them become one (gx_site_merge_guards), and a branch on a
+ * launch-uniform value (a map's base tested for NULL) lets hoisting go on.
  */
-#define GX_SPLICE_VERSION 11
+#define GX_SPLICE_VERSION 12
 /* The comment line a spliced module ends in when loads/stores of its .func bodies got no site. */
 #define GX_SPLICE_UNTRACED "// gpuext-untraced-func-accesses"
 /* "GX_SPLICE_FUNC <name>": one line per .func body given load/store sites, after the module. */

@@ -33,7 +33,10 @@
  *     launchlate on the stencil went from 1.018x to 1.061x. At an exit
  *     site's own start (at_site), an exit's election also lets it go on:
  *     a branch on %laneid, or on the linear thread index mod 32 (the
- *     wrapper's form where no warp guard holds; hoist_region).
+ *     wrapper's form where no warp guard holds; hoist_region). So does a
+ *     branch on a value every thread of the launch has alike (kc_line: a
+ *     map's base from the runtime's table, tested for NULL): it skips
+ *     every warp or none.
  * Constants (lines that read no special register, only other constants)
  * are copied, and only when a moved line reads them: the site keeps its
  * own, so they never stay live. Of the rest, the values a remaining line
@@ -67,6 +70,8 @@ struct hreg {
 	bool done;		/* hoist_order: placed */
 	bool am, lm;		/* from activemask / %lanemask_* (and immediates) alone, see hoist_region */
 	bool ln;		/* from %laneid (and immediates) alone, or the linear thread index mod 32 */
+	bool kc;		/* the same in every thread of a launch: from immediates, symbols and
+				 * ld.const alone (a map's base, and its test for NULL), see hoist_region */
 	unsigned char lin;	/* a step of the linear thread index (enum lin_step), or 0 */
 };
 
@@ -446,6 +451,41 @@ static void lin_line(struct gx_hoist_plan *h, const char *op, const char *e)
 #undef PAIR
 }
 
+/*
+ * Marks what line @op..@e writes as the same in every thread of a launch
+ * when it is a mov, and, or, add, cvta, setp or ld.const whose registers
+ * are all so (immediates and module symbols are): a map's base read from
+ * the runtime's table, and the test of that base for NULL. A branch on such
+ * a predicate skips every warp or none, so it does not end the region.
+ */
+static void kc_line(struct gx_hoist_plan *h, const char *op, const char *e)
+{
+	static const char *const ok[] = { "mov.", "and.", "or.", "add.", "cvta.", "setp.",
+					  "ld.const." };
+	const char *q = op, *tok;
+	bool known = false, all = true;
+	int dst = -1;
+	size_t n;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		known |= starts(op, e, ok[i]);
+	if (!known)
+		return;
+	while (next_pct(&q, e, &tok, &n)) {
+		int r = hreg_find(h, tok, n, false);
+
+		if (dst < 0) {
+			if (r < 0)
+				return;
+			dst = r;
+			continue;
+		}
+		all &= r >= 0 && h->regs[r].defs == 1 && h->regs[r].kc;
+	}
+	if (dst >= 0 && h->regs[dst].defs == 1)
+		h->regs[dst].kc = all;
+}
+
 static void hoist_region(struct gx_hoist_plan *h, bool at_site)
 {
 	bool region = true;
@@ -454,6 +494,7 @@ static void hoist_region(struct gx_hoist_plan *h, bool at_site)
 		const char *p = h->lines[li].p, *e = p + h->lines[li].n, *q, *tok, *op;
 		size_t n;
 		bool pure = true, am = false, lm = false, ln = false, guarded = false, election = false;
+		bool uniform = false;
 		bool mask31;
 		int dst = -1;
 
@@ -474,6 +515,7 @@ static void hoist_region(struct gx_hoist_plan *h, bool at_site)
 				election = r >= 0 && h->regs[r].defs == 1 &&
 					   ((h->regs[r].am && h->regs[r].lm && !h->regs[r].ln) ||
 					    (at_site && h->regs[r].ln && !h->regs[r].am && !h->regs[r].lm));
+				uniform = r >= 0 && h->regs[r].defs == 1 && h->regs[r].kc;
 			}
 			while (p < e && *p != ' ' && *p != '\t')
 				p++;
@@ -483,12 +525,13 @@ static void hoist_region(struct gx_hoist_plan *h, bool at_site)
 		op = p;
 		if (starts(op, e, "bra") || starts(op, e, "brx") || starts(op, e, "ret") ||
 		    starts(op, e, "exit") || starts(op, e, "trap") || starts(op, e, "call")) {
-			if (!(guarded && election && starts(op, e, "bra")))
+			if (!(guarded && (election || uniform) && starts(op, e, "bra")))
 				region = false;
 			continue;
 		}
 		if (guarded)
 			continue;
+		kc_line(h, op, e);
 		lin_line(h, op, e);
 		if (!(starts(op, e, "activemask") || starts(op, e, "mov.") ||
 		      starts(op, e, "and.") || starts(op, e, "or.") ||

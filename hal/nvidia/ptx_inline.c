@@ -245,3 +245,164 @@ char *gx_probe_body_inline(const struct gx_probe_body *b, const char *const args
 	}
 	return o;
 }
+
+/* ------------------------------------------------------------------ */
+/* One guard where a site has two                                      */
+/* ------------------------------------------------------------------ */
+
+#define MERGE_MAX_BETWEEN 8	/* instructions between the two branches */
+
+struct mline {
+	const char *p, *e;	/* the line, without its '\n' */
+	const char *ins;	/* its first non-blank character */
+};
+
+/* "@%P bra LABEL;" (no negation): P and LABEL, or false. */
+static bool guard_bra(const struct mline *m, const char **pred, size_t *pl, const char **lab,
+		      size_t *ll)
+{
+	const char *q = m->ins, *e = m->e;
+
+	if (e - q < 3 || q[0] != '@' || q[1] != '%')
+		return false;
+	*pred = ++q;
+	while (q < e && (is_id(*q) || *q == '%') && *q != '.')
+		q++;
+	*pl = (size_t)(q - *pred);
+	while (q < e && (*q == ' ' || *q == '\t'))
+		q++;
+	if (e - q < 4 || strncmp(q, "bra", 3) || (q[3] != ' ' && q[3] != '\t'))
+		return false;
+	q += 3;
+	while (q < e && (*q == ' ' || *q == '\t'))
+		q++;
+	*lab = q;
+	while (q < e && *q != ';')
+		q++;
+	*ll = (size_t)(q - *lab);
+	return q < e && *ll > 0;
+}
+
+/*
+ * An instruction that only writes a register: no memory but the constant
+ * bank, no control flow, no barrier or vote (activemask reads the mask
+ * alone). Not guarded.
+ */
+static bool pure_insn(const char *q, const char *e)
+{
+	static const char *const ops[] = {
+		"mov.", "add.", "sub.", "mul.", "mad.", "shl.", "shr.", "and.", "or.", "xor.",
+		"not.", "neg.", "min.", "max.", "cvt.", "cvta.", "selp.", "setp.", "ld.const.",
+		"activemask.",
+	};
+
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		size_t n = strlen(ops[i]);
+
+		if ((size_t)(e - q) > n && !strncmp(q, ops[i], n))
+			return true;
+	}
+	return false;
+}
+
+/* Whether the instruction at @q writes register @r (its first operand). */
+static bool writes_reg(const char *q, const char *e, const char *r, size_t rl)
+{
+	while (q < e && *q != ' ' && *q != '\t')
+		q++;
+	while (q < e && (*q == ' ' || *q == '\t'))
+		q++;
+	return (size_t)(e - q) > rl && !strncmp(q, r, rl) && !is_id(q[rl]);
+}
+
+char *gx_site_merge_guards(const char *text, const char *pred)
+{
+	size_t n = 0, cap = 0, len = 0, nl = 0;
+	struct mline *ml = NULL;
+	char *o = NULL;
+	bool ok = true, *drop;
+	const char **merged;	/* per line: the first branch's predicate folded into it, or NULL */
+	size_t *mlen;
+
+	for (const char *p = text; *p;) {
+		const char *e = strchr(p, '\n');
+
+		if (!e)
+			e = p + strlen(p);
+		if (nl == cap) {
+			struct mline *t = realloc(ml, (cap = cap ? cap * 2 : 64) * sizeof(*ml));
+
+			if (!t) {
+				free(ml);
+				return NULL;
+			}
+			ml = t;
+		}
+		ml[nl].p = p;
+		ml[nl].e = e;
+		ml[nl].ins = p;
+		while (ml[nl].ins < e && (*ml[nl].ins == ' ' || *ml[nl].ins == '\t'))
+			ml[nl].ins++;
+		nl++;
+		p = *e ? e + 1 : e;
+	}
+	drop = calloc(nl ? nl : 1, sizeof(*drop));
+	merged = calloc(nl ? nl : 1, sizeof(*merged));
+	mlen = calloc(nl ? nl : 1, sizeof(*mlen));
+	if (!drop || !merged || !mlen) {
+		ok = false;
+		goto out;
+	}
+	for (size_t i = 0; i < nl; i++) {
+		const char *p1, *l1, *p2, *l2;
+		size_t n1, b1, n2, b2, between = 0;
+
+		if (drop[i] || merged[i] || !guard_bra(&ml[i], &p1, &n1, &l1, &b1))
+			continue;
+		for (size_t j = i + 1; j < nl; j++) {
+			const struct mline *m = &ml[j];
+
+			if (m->ins >= m->e || !strncmp(m->ins, "//", 2))
+				continue;	/* blank, a comment ("begin inline asm") */
+			if (guard_bra(m, &p2, &n2, &l2, &b2)) {
+				if (b2 == b1 && !strncmp(l1, l2, b1) && !merged[j]) {
+					drop[i] = true;
+					merged[j] = p1;
+					mlen[j] = n1;
+				}
+				break;
+			}
+			if (!pure_insn(m->ins, m->e) || ++between > MERGE_MAX_BETWEEN ||
+			    writes_reg(m->ins, m->e, p1, n1))
+				break;
+		}
+	}
+	for (size_t i = 0; ok && i < nl; i++) {
+		const struct mline *m = &ml[i];
+		const char *p2, *l2;
+		size_t n2, b2;
+		char buf[160];
+
+		if (drop[i])
+			continue;
+		if (merged[i] && guard_bra(m, &p2, &n2, &l2, &b2)) {
+			int k = snprintf(buf, sizeof(buf), "\tor.pred %s, %.*s, %.*s;\n\t@%s bra %.*s;\n",
+					 pred, (int)mlen[i], merged[i], (int)n2, p2, pred, (int)b2, l2);
+
+			ok = k > 0 && (size_t)k < sizeof(buf) && gx_text_put(&o, &len, &n, buf, (size_t)k);
+			continue;
+		}
+		ok = gx_text_put(&o, &len, &n, m->p, (size_t)(m->e - m->p)) &&
+		     (!*m->e || gx_text_put(&o, &len, &n, "\n", 1));
+	}
+out:
+	free(ml);
+	free(drop);
+	free(merged);
+	free(mlen);
+	if (!ok) {
+		free(o);
+		return NULL;
+	}
+	return o ? o : strdup("");
+}

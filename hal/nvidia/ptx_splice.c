@@ -380,7 +380,16 @@ static void emit_site(struct splicer *s, int ev, bool mem, unsigned size)
 	}
 	text = gx_probe_body_inline(&s->body[ev], args, bits, sfx, hoist ? s->plan[ev] : NULL,
 				    hoist ? &hoisted : NULL);
+	if (text) {
+		char pred[40], *m;
+
+		snprintf(pred, sizeof(pred), "%%%s_qe", p);
+		m = gx_site_merge_guards(text, pred);
+		free(text);
+		text = m;
+	}
 	if (!text) {
+		free(hoisted);
 		s->out.oom = true;
 		return;
 	}
@@ -855,8 +864,8 @@ static void emit_decls(struct splicer *s)
 
 	oprintf(&s->out, "\n\t// gpuext: probe registers and context (hal/nvidia/ptx_splice.c)\n"
 		"\t.reg .b64 %%%s_d, %%%s_a, %%%s_v, %%%s_c;\n\t.reg .b32 %%%s_r<3>, %%%s_m;\n"
-		"\t.reg .b16 %%%s_h;\n\t.reg .pred %%%s_q, %%%s_qb, %%%s_qw;\n", p, p, p, p, p, p, p,
-		p, p, p);
+		"\t.reg .b16 %%%s_h;\n\t.reg .pred %%%s_q, %%%s_qb, %%%s_qw, %%%s_qe;\n", p, p, p, p,
+		p, p, p, p, p, p, p);
 }
 
 /*

@@ -147,5 +147,13 @@ char *gx_hoist_text(const struct gx_hoist_plan *plan, const char *sfx);
 char *gx_probe_body_inline(const struct gx_probe_body *b, const char *const args[GX_PROBE_NARGS],
 			   const unsigned arg_bits[GX_PROBE_NARGS], const char *sfx,
 			   const struct gx_hoist_plan *plan, char **hoisted);
+/*
+ * A site's inlined text with "@%P bra L;" ... "@%Q bra L;" (the same L, at
+ * most a few register-only instructions between, none writing P) made one
+ * branch: "or.pred PRED, %P, %Q; @PRED bra L;". The leader election and a
+ * map's NULL test then guard the probe's one memory operation together, and
+ * ptxas predicates it instead of branching twice. Malloc'd, or NULL.
+ */
+char *gx_site_merge_guards(const char *text, const char *pred);
 
 #endif
