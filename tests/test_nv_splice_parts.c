@@ -781,6 +781,20 @@ static void test_merge_guards(void)
 			free(m);
 		}
 	}
+	/* Three in a row: folded into the last, in order. */
+	{
+		static const char three[] =
+			"\t@%p1 bra \tL1;\n\tmov.u32 \t%r1, 0;\n\t@%p2 bra \tL1;\n"
+			"\tld.const.b64 \t%rd4, [%rd2];\n\tsetp.eq.b64 \t%p3, %rd4, 0;\n\t@%p3 bra \tL1;\n"
+			"\tred.global.add.u32 \t[%rd4], 1;\nL1:\n";
+
+		m = gx_site_merge_guards(three, "%gxs_qe");
+		CHECK(m && !strcmp(m, "\tmov.u32 \t%r1, 0;\n\tor.pred %gxs_qe, %p1, %p2;\n"
+				   "\tld.const.b64 \t%rd4, [%rd2];\n\tsetp.eq.b64 \t%p3, %rd4, 0;\n"
+				   "\tor.pred %gxs_qe, %gxs_qe, %p3;\n\t@%gxs_qe bra L1;\n"
+				   "\tred.global.add.u32 \t[%rd4], 1;\nL1:\n"));
+		free(m);
+	}
 	/* More than a few instructions between: left alone (warps that skip would run them all). */
 	t2 = malloc(4096);
 	if (t2) {

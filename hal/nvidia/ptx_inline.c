@@ -357,8 +357,12 @@ char *gx_site_merge_guards(const char *text, const char *pred)
 		const char *p1, *l1, *p2, *l2;
 		size_t n1, b1, n2, b2, between = 0;
 
-		if (drop[i] || merged[i] || !guard_bra(&ml[i], &p1, &n1, &l1, &b1))
+		if (drop[i] || !guard_bra(&ml[i], &p1, &n1, &l1, &b1))
 			continue;
+		if (merged[i]) {	/* a chain: PRED holds the branches folded so far */
+			p1 = pred;
+			n1 = strlen(pred);
+		}
 		for (size_t j = i + 1; j < nl; j++) {
 			const struct mline *m = &ml[j];
 
@@ -383,15 +387,19 @@ char *gx_site_merge_guards(const char *text, const char *pred)
 		size_t n2, b2;
 		char buf[160];
 
-		if (drop[i])
-			continue;
 		if (merged[i] && guard_bra(m, &p2, &n2, &l2, &b2)) {
-			int k = snprintf(buf, sizeof(buf), "\tor.pred %s, %.*s, %.*s;\n\t@%s bra %.*s;\n",
-					 pred, (int)mlen[i], merged[i], (int)n2, p2, pred, (int)b2, l2);
+			/* the fold; the branch too unless a later one takes it over */
+			int k = snprintf(buf, sizeof(buf), "\tor.pred %s, %.*s, %.*s;\n", pred,
+					 (int)mlen[i], merged[i], (int)n2, p2);
+			int k2 = drop[i] ? 0 : snprintf(buf + k, sizeof(buf) - (size_t)k,
+							"\t@%s bra %.*s;\n", pred, (int)b2, l2);
 
-			ok = k > 0 && (size_t)k < sizeof(buf) && gx_text_put(&o, &len, &n, buf, (size_t)k);
+			ok = k > 0 && k2 >= 0 && (size_t)(k + k2) < sizeof(buf) &&
+			     gx_text_put(&o, &len, &n, buf, (size_t)(k + k2));
 			continue;
 		}
+		if (drop[i])
+			continue;
 		ok = gx_text_put(&o, &len, &n, m->p, (size_t)(m->e - m->p)) &&
 		     (!*m->e || gx_text_put(&o, &len, &n, "\n", 1));
 	}
