@@ -409,7 +409,7 @@ static void splice_early(const char *bpf, const char *what)
 					const char *a = g ? strstr(g + 1, "\n") : NULL;
 
 					CHECK(b2 && b2 < body_end && !(b1 && b1 < body_end));
-					CHECK(g && a && !strncmp(a + 1, "\tatom.global.add.u64", 20));
+					CHECK(g && a && !strncmp(a + 1, "\tatom.global.add.u32", 20));
 				}
 				CHECK(!strstr(p, "%lanemask_lt") || strstr(p, "%lanemask_lt") > body_end);
 			}

@@ -226,17 +226,35 @@ static void test_fold(void)
 		a[i] = (uint64_t)i + 1;
 		b[i] = 10ull * ((uint64_t)i + 1);
 	}
-	nv_fold_values((uint8_t *)acc, 2, (uint8_t *)a, (uint8_t *)base, 4, 2, 8, 8);
-	nv_fold_values((uint8_t *)acc, 2, (uint8_t *)b, (uint8_t *)base, 4, 2, 8, 8);
+	nv_fold_values((uint8_t *)acc, 2, 8, (uint8_t *)a, (uint8_t *)base, 4, 8, 2, 8);
+	nv_fold_values((uint8_t *)acc, 2, 8, (uint8_t *)b, (uint8_t *)base, 4, 8, 2, 8);
 	/* entry 0: slot 0 <- dev slots 0,2; slot 1 <- 1,3 */
 	CHECK_EQ_U64(acc[0], 1000 + (1 + 3) + (10 + 30));
 	CHECK_EQ_U64(acc[1], 0 + (2 + 4) + (20 + 40));
 	CHECK_EQ_U64(acc[2], (5 + 7) + (50 + 70));
 	CHECK_EQ_U64(acc[3], 5 + (6 + 8) + (60 + 80));
-	nv_fold_values((uint8_t *)acc32, 1, (uint8_t *)now32, (uint8_t *)base32, 1, 2, 4, 8);
+	nv_fold_values((uint8_t *)acc32, 1, 8, (uint8_t *)now32, (uint8_t *)base32, 1, 8, 2, 4);
 	CHECK_EQ_INT(acc32[0], 7 + 6);
 	CHECK_EQ_INT(acc32[1], 0);	/* padding lane untouched */
 	CHECK_EQ_INT(acc32[2], 2);
+	/*
+	 * The probes' layout of 4-byte array values (4 apart, ptx.h) into the
+	 * shm map's (8 apart), wrapping at 32 bits: 0xfffffffe -> 3 adds 5.
+	 */
+	{
+		uint32_t sh[6] = { 100, 0, 0xfffffff0u, 0, 9, 0 }, now[3] = { 3, 7, 9 };
+		uint32_t then[3] = { 0xfffffffeu, 2, 9 }, dev[3] = { 0 };
+
+		nv_fold_values((uint8_t *)sh, 1, 8, (uint8_t *)now, (uint8_t *)then, 1, 4, 3, 4);
+		CHECK_EQ_INT(sh[0], 105);
+		CHECK_EQ_INT(sh[2], 0xfffffff5u);
+		CHECK_EQ_INT(sh[4], 9);
+		CHECK_EQ_INT(sh[1] | sh[3] | sh[5], 0);
+		nv_array_to_device((uint8_t *)dev, 4, (const uint8_t *)sh, 8, 3, 1, 4);
+		CHECK_EQ_INT(dev[0], 105);
+		CHECK_EQ_INT(dev[1], 0xfffffff5u);
+		CHECK_EQ_INT(dev[2], 9);
+	}
 }
 
 /* ------------------------------------------------------------------ */

@@ -1155,8 +1155,26 @@ done:
 	gpuext_runtime__free(rt);
 }
 
+/* threadhist's 32-bit counters, widened across a wrap and left alone when unchanged. */
+static void test_widen(void)
+{
+	uint64_t sum[3] = { 0, 7, 0 };
+	uint32_t last[3] = { 0, 0, 0 }, a[3] = { 42, 0, 0xfffffff0u }, b[3] = { 50, 0, 0x10u };
+
+	trace_widen_u32(sum, last, a, 3);
+	CHECK_EQ_U64(sum[0], 42);
+	CHECK_EQ_U64(sum[1], 7);
+	CHECK_EQ_U64(sum[2], 0xfffffff0ull);
+	trace_widen_u32(sum, last, b, 3);
+	CHECK_EQ_U64(sum[0], 50);
+	CHECK_EQ_U64(sum[1], 7);
+	CHECK_EQ_U64(sum[2], 0x100000010ull);	/* past 2^32: 0x20 more */
+	CHECK_EQ_INT(last[2], 0x10);
+}
+
 int main(void)
 {
+	test_widen();
 	test_args();
 	test_hist();
 	test_launches();

@@ -88,10 +88,30 @@ struct gpuext_ptx_map_desc {
 	uint32_t key_size;
 	uint32_t value_size;
 	uint32_t max_entries;	/* ringbuf: data bytes of ONE shard, a power of 2 */
-	uint32_t stride;	/* bytes between values: value_size rounded up to 8 */
+	uint32_t stride;	/* bytes between values: value_size rounded up to 8, but
+				 * 4 for an array of 4-byte values in the probes' layout
+				 * (gpuext_ptx_probe_stride) */
 	uint32_t nr_slots;	/* per-CPU array: values per key (>= 1); ringbuf: shards,
 				 * a power of 2 (1: one ring); else 1 */
 };
+
+/*
+ * The stride of a map's values on the device for the probes (hal/nvidia:
+ * ptx_probe.c compiles it in, nv_maps.c lays the map out by it): value_size
+ * rounded up to 8, as the host's maps, but an array (or per-CPU array) of
+ * 4-byte values packs them 4 apart. threadhist's 32-bit counters then take
+ * half the lines (an H200's stencil: 1.0365-1.0377x with 8-byte slots,
+ * 1.0349x with 4-byte ones, 60 pairs in one process); a 4-byte value cannot
+ * take an 8-byte access, so none is misaligned. The host's shared-memory map
+ * keeps its 8-byte stride: nv_maps.c converts.
+ */
+static inline uint32_t gpuext_ptx_probe_stride(uint32_t type, uint32_t value_size)
+{
+	if ((type == 2 /* BPF_MAP_TYPE_ARRAY */ || type == 6 /* BPF_MAP_TYPE_PERCPU_ARRAY */) &&
+	    value_size == 4)
+		return 4;
+	return (value_size + 7u) & ~7u;
+}
 
 /*
  * A ring buffer on the device: nr_slots (a power of 2) independent shards of

@@ -981,7 +981,8 @@ int gpuext_ptx_probe_emit(struct gpuext_object *obj, const char *sm, bool per_th
 			shapes[i].type = gpuext_map__type(m);
 			shapes[i].key_size = gpuext_map__key_size(m);
 			shapes[i].value_size = gpuext_map__value_size(m);
-			shapes[i].stride = (gpuext_map__value_size(m) + 7u) & ~7u;
+			shapes[i].stride = gpuext_ptx_probe_stride(shapes[i].type,
+								   shapes[i].value_size);
 			/* what the host writes for an array or a hash (hal/nvidia/nv_maps.c) */
 			shapes[i].max_entries = gpuext_map__max_entries(m);
 		}

@@ -223,16 +223,24 @@ int nv_ring_drain(const struct nv_api *cu, CUstream st, struct nv_dmap *m, struc
 		  struct nv_shm *out, uint64_t *moved);
 
 /*
- * Adds (@now - @base) into @acc lane by lane: values are @value_size bytes
- * every @stride bytes, summed as 8/4/2/1-byte little-endian lanes (the
- * widest dividing value_size), wrapping. @src_slots values per key are
+ * Adds (@now - @base) into @acc lane by lane: values are @value_size bytes,
+ * every @src_stride bytes in @now and @base (the device's layout) and every
+ * @dst_stride in @acc (the shm map's), summed as 8/4/2/1-byte little-endian
+ * lanes (the widest dividing value_size), wrapping. @src_slots values per key are
  * folded into @dst_slots (slot s adds into s % dst_slots); a value equal
  * in @now and @base adds nothing and is not read lane by lane. The sum of
  * deltas over GPUs is exact for counters; where one GPU alone changes a
  * value, the result is its value whatever it holds.
  */
-void nv_fold_values(uint8_t *acc, uint32_t dst_slots, const uint8_t *now, const uint8_t *base,
-		    uint32_t src_slots, uint32_t entries, uint32_t value_size, uint32_t stride);
+void nv_fold_values(uint8_t *acc, uint32_t dst_slots, uint32_t dst_stride, const uint8_t *now,
+		    const uint8_t *base, uint32_t src_slots, uint32_t src_stride, uint32_t entries,
+		    uint32_t value_size);
+/*
+ * The shm map's array values (@entries x @slots, @shm_stride apart) laid out
+ * for the device (@dev_stride apart) into @dev: what a context uploads.
+ */
+void nv_array_to_device(uint8_t *dev, uint32_t dev_stride, const uint8_t *shm, uint32_t shm_stride,
+			uint32_t entries, uint32_t slots, uint32_t value_size);
 
 /* ---- device maps of every context ---------------------------------------- */
 

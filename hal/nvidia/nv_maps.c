@@ -696,8 +696,16 @@ int nv_ring_drain(const struct nv_api *cu, CUstream st, struct nv_dmap *m, struc
 /* Folding per-context values into the shm image                       */
 /* ------------------------------------------------------------------ */
 
-void nv_fold_values(uint8_t *acc, uint32_t dst_slots, const uint8_t *now, const uint8_t *base,
-		    uint32_t src_slots, uint32_t entries, uint32_t value_size, uint32_t stride)
+void nv_array_to_device(uint8_t *dev, uint32_t dev_stride, const uint8_t *shm, uint32_t shm_stride,
+			uint32_t entries, uint32_t slots, uint32_t value_size)
+{
+	for (size_t v = 0; v < (size_t)entries * slots; v++)
+		memcpy(dev + v * dev_stride, shm + v * shm_stride, value_size);
+}
+
+void nv_fold_values(uint8_t *acc, uint32_t dst_slots, uint32_t dst_stride, const uint8_t *now,
+		    const uint8_t *base, uint32_t src_slots, uint32_t src_stride, uint32_t entries,
+		    uint32_t value_size)
 {
 	unsigned lane = nv_value_lane(value_size);
 
@@ -705,8 +713,8 @@ void nv_fold_values(uint8_t *acc, uint32_t dst_slots, const uint8_t *now, const 
 		return;
 	for (uint32_t k = 0; k < entries; k++) {
 		for (uint32_t s = 0; s < src_slots; s++) {
-			size_t so = ((size_t)k * src_slots + s) * stride;
-			size_t d = ((size_t)k * dst_slots + s % dst_slots) * stride;
+			size_t so = ((size_t)k * src_slots + s) * src_stride;
+			size_t d = ((size_t)k * dst_slots + s % dst_slots) * dst_stride;
 
 			if (!memcmp(now + so, base + so, value_size))
 				continue;
@@ -845,7 +853,7 @@ static int ctx_setup(struct nv_maps *mm, struct nv_ctx *x)
 		d->key_size = pm->key_size;
 		d->value_size = pm->value_size;
 		d->max_entries = pm->max_entries;
-		d->stride = (uint32_t)gpuext_round8(pm->value_size);
+		d->stride = gpuext_ptx_probe_stride(pm->type, pm->value_size);
 		d->nr_slots = slots;
 		if (is_array(pm->type)) {
 			struct nv_shm *s = &mm->shm[i];
@@ -862,7 +870,8 @@ static int ctx_setup(struct nv_maps *mm, struct nv_ctx *x)
 				return -ENOMEM;
 			/* A plain array starts from what the shm map held at attach; per-GPU slots from 0. */
 			if (pm->type == BPF_MAP_TYPE_ARRAY && s->nr_slots == 1)
-				memcpy(m->init, mm->shm_init[i], m->bytes);
+				nv_array_to_device(m->init, d->stride, mm->shm_init[i], s->stride,
+						   pm->max_entries, 1, pm->value_size);
 			memcpy(m->last, m->init, m->bytes);
 			/* Published so far: the upload. It is init's memory, not read again after setup. */
 			m->pub = m->init;
@@ -1228,9 +1237,9 @@ static void publish(struct nv_maps *mm)
 			for (struct nv_ctx *x = mm->ctxs; x; x = x->next) {
 				if (x->broken || !x->m[i].have_last)
 					continue;
-				nv_fold_values(s->values, s->nr_slots, x->m[i].last, x->m[i].pub,
-					       dev_slots(pm), pm->max_entries, pm->value_size,
-					       s->stride);
+				nv_fold_values(s->values, s->nr_slots, s->stride, x->m[i].last,
+					       x->m[i].pub, dev_slots(pm), x->desc[i].stride,
+					       pm->max_entries, pm->value_size);
 				memcpy(x->m[i].pub, x->m[i].last, x->m[i].bytes);
 			}
 			gpuext_shm_write_end(h);

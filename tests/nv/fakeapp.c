@@ -132,11 +132,22 @@ static void ring_put(const struct gpuext_ptx_map_desc *d, uint32_t shard, const 
 	atomic_store(w, len | (discard ? 1u << 30 : 0));
 }
 
+/* An array map's value @key set to @v in the device layout the table says (4-byte values 4 apart: ptx.h). */
+static void put_count(const struct gpuext_ptx_map_desc *d, uint32_t key, uint64_t v)
+{
+	uint8_t *p = (uint8_t *)(uintptr_t)d->base + (size_t)key * d->stride;
+
+	if (d->value_size == 4)
+		*(uint32_t *)p = (uint32_t)v;
+	else
+		*(uint64_t *)p = v;
+}
+
 static void play_gpu(struct gpuext_ptx_map_desc *t)
 {
-	/* map 0: array of u64 "counts": key 1 = 42. */
+	/* map 0: array of "counts" (u64, or threadhist's u32): key 1 = 42. */
 	if (t[0].type == 2 && t[0].base)
-		((uint64_t *)(uintptr_t)t[0].base)[1] = 42;
+		put_count(&t[0], 1, 42);
 	/* map 1: per-SM array: key 1, slots 0..nr_slots-1 = 1..nr_slots. */
 	if (t[1].type == 6 && t[1].base)
 		for (uint32_t s = 0; s < t[1].nr_slots; s++)
@@ -233,7 +244,7 @@ static int cudart_like(bool sync)
 	t = fakecuda_global(m, "gpuext_rt_maps");
 	printf("table %s\n", t ? "yes" : "no");
 	if (t && t[0].type == 2 && t[0].base)
-		((uint64_t *)(uintptr_t)t[0].base)[1] = 42;
+		put_count(&t[0], 1, 42);
 	if (sync)
 		CK(ctxsync());
 	printf("ready\n");
@@ -477,7 +488,7 @@ int main(int argc, char **argv)
 		CK(cuModuleLoadData(&m2, ptx_vadd));
 		t = fakecuda_global(m2, "gpuext_rt_maps");
 		if (t && t[0].base)
-			((uint64_t *)(uintptr_t)t[0].base)[1] = 8;
+			put_count(&t[0], 1, 8);
 		CK(cuCtxDestroy_v2(c2));
 		CK(cuCtxSetCurrent(c));
 	}

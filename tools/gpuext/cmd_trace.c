@@ -107,6 +107,10 @@ struct tracer {
 	bool per_thread;
 	struct trace_kernel *kernels;
 	size_t nkernels;
+	/* threadhist: its 32-bit counters widened as they are polled (threadhist_poll) */
+	uint64_t *th_sum;
+	uint32_t *th_last;
+	unsigned th_polls;
 };
 
 static void trace_usage(FILE *f)
@@ -509,6 +513,8 @@ static void poll_slots(struct tracer *t, bool final)
  * Takes what came: ring records every call (5 ms apart), the slot ring
  * every fourth (the preload copies it every 100 ms), all of it when @final.
  */
+static int threadhist_poll(struct tracer *t);
+
 static void drain(struct tracer *t, bool final)
 {
 	for (int i = 0; i < t->nrb; i++)
@@ -516,6 +522,8 @@ static void drain(struct tracer *t, bool final)
 			;
 	if (t->slot_recs && (final || t->drains++ % 4 == 0))
 		poll_slots(t, final);
+	if (t->kind == T_THREADHIST && t->th_polls++ % 40 == 0)
+		threadhist_poll(t);
 }
 
 static struct gpuext_map *map_named(struct tracer *t, const char *name)
@@ -634,16 +642,52 @@ static void show_retsnoop(struct tracer *t, FILE *f, bool final)
 	free(done);
 }
 
+/*
+ * threadhist's counters are 32 bits on the GPU and in the shared-memory map
+ * (tools/probes/threadhist.bpf.c): each poll adds every slot's change since
+ * the last one, modulo 2^32, into 64-bit sums here. Polled every drain
+ * round's 40th (~200 ms) and before each read, so a slot would have to take
+ * 2^32 exits between two polls to be miscounted. -ENOENT if the map is
+ * missing or not 32-bit.
+ */
+static int threadhist_poll(struct tracer *t)
+{
+	struct gpuext_map *m = map_named(t, "warp_exits");
+
+	if (!m || gpuext_map__value_size(m) != 4 ||
+	    gpuext_map__max_entries(m) < GX_THREADHIST_SLOTS)
+		return -ENOENT;
+	if (!t->th_sum) {
+		t->th_sum = calloc(GX_THREADHIST_SLOTS, sizeof(*t->th_sum));
+		t->th_last = calloc(GX_THREADHIST_SLOTS, sizeof(*t->th_last));
+		if (!t->th_sum || !t->th_last) {
+			free(t->th_sum);
+			free(t->th_last);
+			t->th_sum = NULL;
+			t->th_last = NULL;
+			return -ENOMEM;
+		}
+	}
+	for (uint32_t k = 0; k < GX_THREADHIST_SLOTS; k++) {
+		uint32_t v;
+
+		if (!gpuext_map__lookup(m, &k, &v))
+			trace_widen_u32(&t->th_sum[k], &t->th_last[k], &v, 1);
+	}
+	return 0;
+}
+
 /* threadhist's slots, their sum and the highest slot hit; NULL if the map is missing. */
 static uint64_t *threadhist_read(struct tracer *t, uint64_t *sum, uint64_t *top)
 {
 	uint64_t *v = calloc(GX_THREADHIST_SLOTS, sizeof(*v));
 
 	*sum = *top = 0;
-	if (!v || read_u64_array(t, "warp_exits", v, GX_THREADHIST_SLOTS)) {
+	if (!v || threadhist_poll(t)) {
 		free(v);
 		return NULL;
 	}
+	memcpy(v, t->th_sum, GX_THREADHIST_SLOTS * sizeof(*v));
 	for (uint32_t i = 0; i < GX_THREADHIST_SLOTS; i++) {
 		*sum += v[i];
 		if (v[i])
@@ -1321,5 +1365,7 @@ out:
 	free(t.recs.v);
 	trace_slots_free(&t.slots);
 	trace_kernels_free(t.kernels, t.nkernels);
+	free(t.th_sum);
+	free(t.th_last);
 	return ret;
 }

@@ -1057,3 +1057,11 @@ int trace_build_pack(struct gpuext_object *obj, const char *sm, bool per_thread,
 	 * JIT cache survives across runs) and gx_pack_read() returns it. */
 	return 0;
 }
+
+void trace_widen_u32(uint64_t *sum, uint32_t *last, const uint32_t *now, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		sum[i] += (uint32_t)(now[i] - last[i]);
+		last[i] = now[i];
+	}
+}

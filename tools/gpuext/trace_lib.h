@@ -298,4 +298,11 @@ int trace_pack_write(const char *dir, const struct gx_pack *p);
 int trace_pack_read(const char *dir, struct gx_pack *p, char *err, size_t err_len);
 void trace_pack_release(struct gx_pack *p);
 
+/*
+ * 32-bit counters read now (@now, @n of them) widened into 64-bit @sum:
+ * each adds its change since @last modulo 2^32, and @last becomes @now.
+ * Exact while no counter moves 2^32 or more between two calls.
+ */
+void trace_widen_u32(uint64_t *sum, uint32_t *last, const uint32_t *now, size_t n);
+
 #endif

@@ -17,6 +17,12 @@
  * increments serialises them all in the L2 (with one, a 1.5 ms stencil ran
  * 16x slower on an H200, against 8x for a probe that returns at once); the
  * per-warp slots spread the atomics over 65536 addresses and the host sums.
+ *
+ * Why 32-bit counters: on the GPU the map's 4-byte values lie 4 apart
+ * (codegen/ptx/ptx.h, gpuext_ptx_probe_stride), half the lines of 8-byte
+ * ones for the same REDs. They wrap after 2^32 exits of one slot; `gpuext
+ * trace` widens them, adding each slot's change modulo 2^32 into 64-bit
+ * sums every ~200 ms.
  */
 #include "probes.h"
 
@@ -24,7 +30,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, GX_THREADHIST_SLOTS);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, __u32);
 } warp_exits SEC(".maps");
 
 SEC("probe/exit")
@@ -32,7 +38,7 @@ int threadhist_exit(struct gpuext_probe_ctx *ctx)
 {
 	__u32 gw = gx_block_linear(ctx) * gx_warps_per_block(ctx) + ctx->warp_id;
 	__u32 key = gw % GX_THREADHIST_SLOTS;
-	__u64 *v;
+	__u32 *v;
 
 	v = bpf_map_lookup_elem(&warp_exits, &key);
 	if (v)
