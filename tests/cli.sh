@@ -137,7 +137,7 @@ expect "trace no app" 2 "give the application to run after '--'" -- "$GPUEXT" tr
 expect "trace unknown tool" 1 "no tool named 'nosuch'" -- "$GPUEXT" trace nosuch -- /bin/true
 expect "trace both modes" 2 "exclude each other" -- "$GPUEXT" trace --per-thread --per-warp threadhist -- /bin/true
 expect "trace pack" 0 "events: load store" -- "$GPUEXT" trace memtrace --pack-only --dir "$TRDIR/p1"
-expect "trace pack file" 0 "gpuext-pack 3" -- head -n 1 "$TRDIR/p1/pack"
+expect "trace pack file" 0 "gpuext-pack 4" -- head -n 1 "$TRDIR/p1/pack"
 expect "trace pack twins" 0 "flat_twins 1" -- head -n 5 "$TRDIR/p1/pack"
 expect "trace no twins" 0 "mode: warp, no flat twins" -- "$GPUEXT" trace threadhist --no-flat-twins --pack-only --dir "$TRDIR/p5"
 expect "trace no twins file" 0 "flat_twins 0" -- head -n 5 "$TRDIR/p5/pack"

@@ -219,8 +219,8 @@ static void test_malformed(void)
 	CHECK_EQ_INT(gx_pack_read(sub, &r, err, sizeof(err)), -ENOENT);
 	CHECK_STR_CONTAINS(err, "missing");
 
-	expect_bad("gpuext-pack 3", "gpuext-pack 2", -EPROTO, "bad version 2 (this library reads version 3)", __LINE__);
-	expect_bad("gpuext-pack 3", "ELF", -EINVAL, "not a gpuext pack", __LINE__);
+	expect_bad("gpuext-pack 4", "gpuext-pack 3", -EPROTO, "bad version 3 (this library reads version 4)", __LINE__);
+	expect_bad("gpuext-pack 4", "ELF", -EINVAL, "not a gpuext pack", __LINE__);
 	expect_bad("maps 2", "maps 17", -E2BIG, "map count 17 too high (at most 16)", __LINE__);
 	expect_bad("maps 2", "maps 3", -EINVAL, "expected map line 3 of 3", __LINE__);
 	expect_bad("ptx 61\n", "ptx 62\n", -EINVAL, "PTX length mismatch: header says 62 bytes, file has 61 (truncated)", __LINE__);

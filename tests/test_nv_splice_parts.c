@@ -771,6 +771,17 @@ static void test_merge_guards(void)
 			"\t@!%p1 bra \tL1;\n\tmov.u32 \t%r1, 0;\n\t@%p2 bra \tL1;\n",
 			"\t@%p1 bra \tL1;\n\t@%p3 mov.u32 \t%r1, 0;\n\t@%p2 bra \tL1;\n",
 			"\t@%p1 bra \tL1;\n\tbar.sync \t0;\n\t@%p2 bra \tL1;\n",
+			/* activemask would count the lanes that branch away */
+			"\t@%p1 bra \tL1;\n\tactivemask.b32 \t%r1;\n\t@%p2 bra \tL1;\nL1:\n",
+			/* a register written between is read after the label (a PHI's copy) */
+			"\t@%p1 bra \tL1;\n\tmov.b64 \t%rd15, 5;\n\t@%p2 bra \tL1;\n"
+			"\tred.global.add.u64 \t[%rd1], 1;\nL1:\n\tred.global.add.u64 \t[%rd2], %rd15;\n",
+			/* ... or before the first branch (a loop back to it) */
+			"L0:\n\tadd.s32 \t%r2, %r1, 1;\n\t@%p1 bra \tL1;\n\tadd.s32 \t%r1, %r1, 1;\n"
+			"\t@%p2 bra \tL1;\nL1:\n",
+			/* the label before the branches (a loop), or another label before it */
+			"L1:\n\t@%p1 bra \tL1;\n\tmov.u32 \t%r1, 0;\n\t@%p2 bra \tL1;\n",
+			"\t@%p1 bra \tL1;\n\tmov.u32 \t%r1, 0;\n\t@%p2 bra \tL1;\nL9:\nL1:\n",
 		};
 
 		for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
@@ -809,7 +820,7 @@ static void test_merge_guards(void)
 		strcpy(t2, "\t@%p1 bra \tL1;\n");
 		for (int i = 0; i < 8; i++)
 			strcat(t2, "\tadd.s32 \t%r2, %r2, 1;\n");
-		strcat(t2, "\t@%p2 bra \tL1;\n");
+		strcat(t2, "\t@%p2 bra \tL1;\nL1:\n");
 		m = gx_site_merge_guards(t2, "%gxs_qe");
 		CHECK(m && strstr(m, "or.pred %gxs_qe, %p1, %p2;") && !strstr(m, "@%p1"));
 		free(m);

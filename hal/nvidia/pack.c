@@ -30,8 +30,12 @@
 
 #include "nvprobe.h"
 
-/* 2: map lines end in max_record (the largest ring record the probes write); 3: flat_twins */
-#define PACK_VERSION 3
+/*
+ * 2: map lines end in max_record (the largest ring record the probes write); 3: flat_twins;
+ * 4: the probes' PTX lays arrays of 4-byte values 4 apart (gpuext_ptx_probe_stride), which a
+ * library of before reads at 8 and one of after would allocate half of for an older pack
+ */
+#define PACK_VERSION 4
 #define PACK_PTX_MAX (256u << 20)
 
 static int errf(char *err, size_t err_len, int rc, const char *fmt, ...)

@@ -284,16 +284,16 @@ static bool guard_bra(const struct mline *m, const char **pred, size_t *pl, cons
 }
 
 /*
- * An instruction that only writes a register: no memory but the constant
- * bank, no control flow, no barrier or vote (activemask reads the mask
- * alone). Not guarded.
+ * An instruction that only writes a register from registers, immediates
+ * and the constant bank: no other memory, no control flow, no barrier, no
+ * vote and no activemask (which, run before the branch, would count the
+ * lanes that branch away). Not guarded.
  */
 static bool pure_insn(const char *q, const char *e)
 {
 	static const char *const ops[] = {
 		"mov.", "add.", "sub.", "mul.", "mad.", "shl.", "shr.", "and.", "or.", "xor.",
 		"not.", "neg.", "min.", "max.", "cvt.", "cvta.", "selp.", "setp.", "ld.const.",
-		"activemask.",
 	};
 
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
@@ -313,6 +313,76 @@ static bool writes_reg(const char *q, const char *e, const char *r, size_t rl)
 	while (q < e && (*q == ' ' || *q == '\t'))
 		q++;
 	return (size_t)(e - q) > rl && !strncmp(q, r, rl) && !is_id(q[rl]);
+}
+
+/* The register the instruction at @q writes (its first operand): *r, *rl; false if none. */
+static bool dst_reg(const char *q, const char *e, const char **r, size_t *rl)
+{
+	while (q < e && *q != ' ' && *q != '\t')
+		q++;
+	while (q < e && (*q == ' ' || *q == '\t'))
+		q++;
+	if (q >= e || *q != '%')
+		return false;
+	*r = q++;
+	while (q < e && is_id(*q) && *q != '.')
+		q++;
+	*rl = (size_t)(q - *r);
+	return true;
+}
+
+/* Whether line @m holds register @r (@rl bytes) as a whole token. */
+static bool line_has_reg(const struct mline *m, const char *r, size_t rl)
+{
+	for (const char *q = m->p; q + rl <= m->e; q++) {
+		q = memchr(q, '%', (size_t)(m->e - q));
+		if (!q || q + rl > m->e)
+			return false;
+		if (!strncmp(q, r, rl) && (q + rl == m->e || !is_id(q[rl]) || q[rl] == '.'))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Whether folding the branch at line @i into the one at @j (both to label
+ * @l, @ll bytes) keeps the site's meaning: the label is defined after @j
+ * with no other label between @i and it, so what lies between is entered
+ * from @i alone, and no register the lines between @i and @j write is read
+ * anywhere outside [@i, label) (where a lane that took the first branch
+ * used to see it unwritten).
+ */
+static bool merge_keeps_meaning(const struct mline *ml, size_t nl, size_t i, size_t j,
+				const char *l, size_t ll)
+{
+	size_t lab = 0;
+
+	for (size_t k = j + 1; k < nl && !lab; k++) {
+		const struct mline *m = &ml[k];
+		const char *q = m->ins;
+
+		while (q < m->e && (is_id(*q) || *q == '$'))
+			q++;
+		if (q == m->ins || q >= m->e || *q != ':')
+			continue;	/* not "LABEL:" */
+		if ((size_t)(q - m->ins) != ll || strncmp(m->ins, l, ll))
+			return false;	/* another label first */
+		lab = k;
+	}
+	if (!lab)
+		return false;
+	for (size_t k = i + 1; k < j; k++) {
+		const char *r;
+		size_t rl;
+
+		if (ml[k].ins >= ml[k].e || !strncmp(ml[k].ins, "//", 2) ||
+		    !dst_reg(ml[k].ins, ml[k].e, &r, &rl))
+			continue;
+		for (size_t x = 0; x < nl; x++)
+			if ((x <= i || x >= lab) && line_has_reg(&ml[x], r, rl))
+				return false;
+	}
+	return true;
 }
 
 char *gx_site_merge_guards(const char *text, const char *pred)
@@ -369,7 +439,8 @@ char *gx_site_merge_guards(const char *text, const char *pred)
 			if (m->ins >= m->e || !strncmp(m->ins, "//", 2))
 				continue;	/* blank, a comment ("begin inline asm") */
 			if (guard_bra(m, &p2, &n2, &l2, &b2)) {
-				if (b2 == b1 && !strncmp(l1, l2, b1) && !merged[j]) {
+				if (b2 == b1 && !strncmp(l1, l2, b1) && !merged[j] &&
+				    merge_keeps_meaning(ml, nl, i, j, l1, b1)) {
 					drop[i] = true;
 					merged[j] = p1;
 					mlen[j] = n1;
@@ -385,17 +456,21 @@ char *gx_site_merge_guards(const char *text, const char *pred)
 		const struct mline *m = &ml[i];
 		const char *p2, *l2;
 		size_t n2, b2;
-		char buf[160];
 
 		if (merged[i] && guard_bra(m, &p2, &n2, &l2, &b2)) {
 			/* the fold; the branch too unless a later one takes it over */
-			int k = snprintf(buf, sizeof(buf), "\tor.pred %s, %.*s, %.*s;\n", pred,
-					 (int)mlen[i], merged[i], (int)n2, p2);
-			int k2 = drop[i] ? 0 : snprintf(buf + k, sizeof(buf) - (size_t)k,
-							"\t@%s bra %.*s;\n", pred, (int)b2, l2);
-
-			ok = k > 0 && k2 >= 0 && (size_t)(k + k2) < sizeof(buf) &&
-			     gx_text_put(&o, &len, &n, buf, (size_t)(k + k2));
+			ok = gx_text_put(&o, &len, &n, "\tor.pred ", 9) &&
+			     gx_text_put(&o, &len, &n, pred, strlen(pred)) &&
+			     gx_text_put(&o, &len, &n, ", ", 2) &&
+			     gx_text_put(&o, &len, &n, merged[i], mlen[i]) &&
+			     gx_text_put(&o, &len, &n, ", ", 2) &&
+			     gx_text_put(&o, &len, &n, p2, n2) && gx_text_put(&o, &len, &n, ";\n", 2);
+			if (ok && !drop[i])
+				ok = gx_text_put(&o, &len, &n, "\t@", 2) &&
+				     gx_text_put(&o, &len, &n, pred, strlen(pred)) &&
+				     gx_text_put(&o, &len, &n, " bra ", 5) &&
+				     gx_text_put(&o, &len, &n, l2, b2) &&
+				     gx_text_put(&o, &len, &n, ";\n", 2);
 			continue;
 		}
 		if (drop[i])

@@ -647,14 +647,15 @@ static void show_retsnoop(struct tracer *t, FILE *f, bool final)
  * (tools/probes/threadhist.bpf.c): each poll adds every slot's change since
  * the last one, modulo 2^32, into 64-bit sums here. Polled every drain
  * round's 40th (~200 ms) and before each read, so a slot would have to take
- * 2^32 exits between two polls to be miscounted. -ENOENT if the map is
- * missing or not 32-bit.
+ * 2^32 exits between two polls to be miscounted. 64-bit counters (an
+ * older threadhist.bpf.o) are read as they are. -ENOENT if the map is
+ * missing or of another shape.
  */
 static int threadhist_poll(struct tracer *t)
 {
 	struct gpuext_map *m = map_named(t, "warp_exits");
 
-	if (!m || gpuext_map__value_size(m) != 4 ||
+	if (!m || (gpuext_map__value_size(m) != 4 && gpuext_map__value_size(m) != 8) ||
 	    gpuext_map__max_entries(m) < GX_THREADHIST_SLOTS)
 		return -ENOENT;
 	if (!t->th_sum) {
@@ -669,10 +670,16 @@ static int threadhist_poll(struct tracer *t)
 		}
 	}
 	for (uint32_t k = 0; k < GX_THREADHIST_SLOTS; k++) {
+		uint64_t w;
 		uint32_t v;
 
-		if (!gpuext_map__lookup(m, &k, &v))
+		/* a threadhist.bpf.o of before, with 64-bit counters: read as they are */
+		if (gpuext_map__value_size(m) == 8) {
+			if (!gpuext_map__lookup(m, &k, &w))
+				t->th_sum[k] = w;
+		} else if (!gpuext_map__lookup(m, &k, &v)) {
 			trace_widen_u32(&t->th_sum[k], &t->th_last[k], &v, 1);
+		}
 	}
 	return 0;
 }
