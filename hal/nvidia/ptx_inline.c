@@ -305,16 +305,6 @@ static bool pure_insn(const char *q, const char *e)
 	return false;
 }
 
-/* Whether the instruction at @q writes register @r (its first operand). */
-static bool writes_reg(const char *q, const char *e, const char *r, size_t rl)
-{
-	while (q < e && *q != ' ' && *q != '\t')
-		q++;
-	while (q < e && (*q == ' ' || *q == '\t'))
-		q++;
-	return (size_t)(e - q) > rl && !strncmp(q, r, rl) && !is_id(q[rl]);
-}
-
 /* The register the instruction at @q writes (its first operand): *r, *rl; false if none. */
 static bool dst_reg(const char *q, const char *e, const char **r, size_t *rl)
 {
@@ -424,8 +414,8 @@ char *gx_site_merge_guards(const char *text, const char *pred)
 		goto out;
 	}
 	for (size_t i = 0; i < nl; i++) {
-		const char *p1, *l1, *p2, *l2;
-		size_t n1, b1, n2, b2, between = 0;
+		const char *p1, *l1, *p2, *l2, *w;
+		size_t n1, b1, n2, b2, wl, between = 0;
 
 		if (drop[i] || !guard_bra(&ml[i], &p1, &n1, &l1, &b1))
 			continue;
@@ -448,7 +438,7 @@ char *gx_site_merge_guards(const char *text, const char *pred)
 				break;
 			}
 			if (!pure_insn(m->ins, m->e) || ++between > MERGE_MAX_BETWEEN ||
-			    writes_reg(m->ins, m->e, p1, n1))
+			    (dst_reg(m->ins, m->e, &w, &wl) && wl == n1 && !strncmp(w, p1, n1)))
 				break;
 		}
 	}
