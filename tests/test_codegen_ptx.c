@@ -283,6 +283,20 @@ static void emit_has(struct gpuext_prog *prog, const char *name, const char *con
 	free(t);
 }
 
+/* How many times @needle occurs in @prog's per-thread PTX for sm_80 (-1: no PTX). */
+static int emit_count(struct gpuext_prog *prog, const char *needle)
+{
+	char *t = emit(prog, "sm_80", true);
+	int n = 0;
+
+	if (!t)
+		return -1;
+	for (const char *p = t; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	free(t);
+	return n;
+}
+
 /* Helpers: the device ones inline to special registers, unknown ones to -EOPNOTSUPP. */
 static void test_helpers(void)
 {
@@ -299,6 +313,14 @@ static void test_helpers(void)
 		INSN(BPF_ALU64 | BPF_ADD | BPF_X, 6, 0, 0, 0),
 		MOV64_IMM(1, 11), MOV64_IMM(2, 40), CALL(GPUEXT_FUNC_warp_shfl),
 		INSN(BPF_ALU64 | BPF_ADD | BPF_X, 0, 6, 0, 0), EXIT,
+	};
+	/* two ballots of lane bits: votes that stay, over one mask */
+	const struct bpf_insn lanevotes[] = {
+		CALL(GPUEXT_FUNC_get_lane_id), INSN(BPF_ALU64 | BPF_MOV | BPF_X, 6, 0, 0, 0),
+		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 1, 6, 0, 0), INSN(BPF_ALU64 | BPF_AND | BPF_K, 1, 0, 0, 1),
+		CALL(GPUEXT_FUNC_warp_ballot), INSN(BPF_ALU64 | BPF_MOV | BPF_X, 7, 0, 0, 0),
+		INSN(BPF_ALU64 | BPF_MOV | BPF_X, 1, 6, 0, 0), INSN(BPF_ALU64 | BPF_AND | BPF_K, 1, 0, 0, 2),
+		CALL(GPUEXT_FUNC_warp_ballot), INSN(BPF_ALU64 | BPF_ADD | BPF_X, 0, 7, 0, 0), EXIT,
 	};
 	const struct bpf_insn varstack[] = {
 		CALL(BPF_FUNC_get_prandom_u32), INSN(BPF_ALU64 | BPF_AND | BPF_K, 0, 0, 0, 8),
@@ -375,8 +397,29 @@ static void test_helpers(void)
 
 		CHECK_EQ_INT(gpuext_prog__run(prog, &ro, &r0), 0);
 		CHECK_EQ_U64(r0, 17);
-		emit_has(prog, "votes", (const char *const[]){ "vote.sync.ballot.b32",
-				 "activemask.b32", "shfl.sync.idx.b32", NULL });
+		emit_has(prog, "votes", (const char *const[]){ "activemask.b32", "shfl.sync.idx.b32", NULL });
+		/*
+		 * The collectives run under warp-uniform control only (the verifier),
+		 * so one active mask serves them all (ptx_runtime.c, gx.warp_mask):
+		 * read once for the program, not once per call; and a ballot of a
+		 * constant true is that mask, no vote.
+		 */
+		CHECK_EQ_INT(emit_count(prog, "activemask.b32"), 1);
+		CHECK_EQ_INT(emit_count(prog, "vote.sync.ballot"), 0);
+		gpuext_prog__free(prog);
+		prog = NULL;
+	}
+	CHECK_EQ_INT(gpuext_prog__new(rt, "lanevotes", lanevotes,
+				      sizeof(lanevotes) / sizeof(lanevotes[0]), NULL, 0, &prog), 0);
+	if (prog) {
+		GPUEXT_OPTS(gpuext_run_opts, ro);
+		uint64_t r0 = 0;
+
+		CHECK_EQ_INT(gpuext_prog__run(prog, &ro, &r0), 0);
+		CHECK_EQ_U64(r0, 0);	/* one lane on the host: lane 0, no bit set */
+		emit_has(prog, "lanevotes", (const char *const[]){ "vote.sync.ballot.b32", NULL });
+		CHECK_EQ_INT(emit_count(prog, "vote.sync.ballot"), 2);
+		CHECK_EQ_INT(emit_count(prog, "activemask.b32"), 1);
 		gpuext_prog__free(prog);
 		prog = NULL;
 	}

@@ -164,6 +164,8 @@ __device__ __forceinline__ void softmax_body(float *x, int len, float *s)
  * The kernels, and for the in-process A/B workloads (ab-decode, ab-stencil) two
  * more copies of each with the same body: abp_* (the copy a tool probes,
  * `gpuext trace TOOL --kernel '*abp_*'`) and abr_* (the reference, left alone).
+ * The add copies serve bench/gpu/ptxab.cu's membound workload (k_add is the
+ * membound row's kernel).
  */
 #define BENCH_KERNELS(pfx)                                                          \
 	__global__ void pfx##stencil(const float *in, float *out, int n)             \
@@ -184,18 +186,17 @@ __device__ __forceinline__ void softmax_body(float *x, int len, float *s)
 	{                                                                           \
 		__shared__ float s[256];                                            \
 		softmax_body(x, len, s);                                            \
+	}                                                                           \
+	__global__ void pfx##add(const float *a, const float *b, float *c, int n)   \
+	{                                                                           \
+		int i = blockIdx.x * blockDim.x + threadIdx.x;                      \
+                                                                                    \
+		if (i < n)                                                          \
+			c[i] = a[i] + b[i];                                         \
 	}
 BENCH_KERNELS(k_)
 BENCH_KERNELS(abp_)
 BENCH_KERNELS(abr_)
-
-__global__ void k_add(const float *a, const float *b, float *c, int n)
-{
-	int i = blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (i < n)
-		c[i] = a[i] + b[i];
-}
 
 __global__ void k_fill(float *p, size_t n, unsigned seed)
 {

@@ -7,7 +7,9 @@
  * Each FILE is the PTX of bench_kernels.cu (nvcc -arch=sm_90 -ptx), spliced
  * with gpuext-splice (a pack from `gpuext trace TOOL --pack-only --dir D
  * --kernel '*abp_*'`) and edited or not. Its abr_* kernels (A) and abp_*
- * kernels (B) run the decode step or the stencil sweep alternately, ABBA,
+ * kernels (B) run the decode step, the stencil sweep or the membound step
+ * (20 launches of c = a + b over 2^22 floats, as bench/gpu/run.sh's memtrace
+ * row, whose ring stays full: use PTXAB_RING_FULL=1) alternately, ABBA,
  * PAIRS pairs; printed: the median over quads of (B + B) / (A + A) with its
  * distribution-free 90% interval, and each side's median step in ms. The
  * probes' maps (gpuext_rt_maps) get device memory: array maps a zeroed
@@ -27,7 +29,7 @@
  * originals.
  *
  *   nvcc -O2 -o ptxab bench/gpu/ptxab.cu -lcuda
- *   ./ptxab decode|stencil PAIRS FILE.ptx...
+ *   ./ptxab decode|stencil|membound PAIRS FILE.ptx...
  *
  * bench/gpu/README.md ("Timing a splice by hand") has the steps.
  */
@@ -60,16 +62,19 @@ static std::string slurp(const char *p)
 
 int main(int argc, char **argv)
 {
-	if (argc < 4) { printf("usage: ptxab decode|stencil PAIRS FILE.ptx...\n"); return 2; }
-	bool dec = !strcmp(argv[1], "decode");
+	if (argc < 4 || (strcmp(argv[1], "decode") && strcmp(argv[1], "stencil") && strcmp(argv[1], "membound"))) {
+		printf("usage: ptxab decode|stencil|membound PAIRS FILE.ptx...\n");
+		return 2;
+	}
+	bool dec = !strcmp(argv[1], "decode"), mem = !strcmp(argv[1], "membound");
 	int pairs = atoi(argv[2]);
 	const char *full_env = getenv("PTXAB_RING_FULL");
 	bool ring_full = full_env && !strcmp(full_env, "1");
 	CU(cuInit(0));
 	CUdevice dev; CU(cuDeviceGet(&dev, 0));
 	CUcontext ctx; CU(cuDevicePrimaryCtxRetain(&ctx, dev)); CU(cuCtxSetCurrent(ctx));
-	const int d = 4096, L = 32, heads = 32, ctxlen = 4096, n = 20480;
-	CUdeviceptr W1[L], W2[L], x, h, att, in = 0, out = 0, arr, rdata, rhdr;
+	const int d = 4096, L = 32, heads = 32, ctxlen = 4096, n = 20480, madd = 1 << 22, mreps = 20;
+	CUdeviceptr W1[L], W2[L], x, h, att, in = 0, out = 0, ma = 0, mb = 0, mc = 0, arr, rdata, rhdr;
 	std::vector<float> host;
 	auto fill = [&](CUdeviceptr p, size_t cnt, unsigned seed) {
 		host.resize(cnt);
@@ -85,6 +90,10 @@ int main(int argc, char **argv)
 		CU(cuMemAlloc(&x, d * 4)); fill(x, d, 7);
 		CU(cuMemAlloc(&h, d * 4)); fill(h, d, 8);
 		CU(cuMemAlloc(&att, (size_t)heads * ctxlen * 4)); fill(att, (size_t)heads * ctxlen, 9);
+	} else if (mem) {
+		CU(cuMemAlloc(&ma, (size_t)madd * 4)); fill(ma, madd, 4);
+		CU(cuMemAlloc(&mb, (size_t)madd * 4)); fill(mb, madd, 5);
+		CU(cuMemAlloc(&mc, (size_t)madd * 4));
 	} else {
 		CU(cuMemAlloc(&in, (size_t)n * n * 4)); fill(in, (size_t)n * n, 3);
 		CU(cuMemAlloc(&out, (size_t)n * n * 4));
@@ -126,12 +135,14 @@ int main(int argc, char **argv)
 			}
 			CU(cuMemcpyHtoD(g, ds.data(), ds.size() * sizeof(desc)));
 		}
-		CUfunction f[2][4];
-		const char *nm[2][4] = {{"_Z13abr_layernormPKfPfi", "_Z8abr_gemvPKfS0_Pfi", "_Z11abr_softmaxPfi", "_Z11abr_stencilPKfPfi"},
-					{"_Z13abp_layernormPKfPfi", "_Z8abp_gemvPKfS0_Pfi", "_Z11abp_softmaxPfi", "_Z11abp_stencilPKfPfi"}};
+		CUfunction f[2][5];
+		const char *nm[2][5] = {{"_Z13abr_layernormPKfPfi", "_Z8abr_gemvPKfS0_Pfi", "_Z11abr_softmaxPfi", "_Z11abr_stencilPKfPfi",
+					 "_Z7abr_addPKfS0_Pfi"},
+					{"_Z13abp_layernormPKfPfi", "_Z8abp_gemvPKfS0_Pfi", "_Z11abp_softmaxPfi", "_Z11abp_stencilPKfPfi",
+					 "_Z7abp_addPKfS0_Pfi"}};
 		int twins = 0;
 		for (int b = 0; b < 2; b++)
-			for (int k = 0; k < 4; k++) {
+			for (int k = 0; k < 5; k++) {
 				/* every launch here is flat in z: the flat twin where the splice made one, as
 				 * the preload library launches it (hal/nvidia/ptx_twin.c) */
 				std::string tw = std::string(nm[b][k]) + "__gpuext_flat";
@@ -155,6 +166,11 @@ int main(int argc, char **argv)
 					void *a3[] = {&W2[l], &x, &h, &dd};
 					CU(cuLaunchKernel(f[b][1], d, 1, 1, 256, 1, 1, 0, 0, a3, 0));
 				}
+			} else if (mem) {
+				int nn = madd;
+				void *a0[] = {&ma, &mb, &mc, &nn};
+				for (int r = 0; r < mreps; r++)
+					CU(cuLaunchKernel(f[b][4], madd / 256, 1, 1, 256, 1, 1, 0, 0, a0, 0));
 			} else {
 				int nn = n;
 				void *a0[] = {&in, &out, &nn};
