@@ -760,6 +760,28 @@ static void test_merge_guards(void)
 				   strlen("\tor.pred %gxs_qe, %gxs_I1_h_p1, %p2;\n\t@%gxs_qe bra $L__BB0_3_gxs_I1;\n"));
 		free(m);
 	}
+	/*
+	 * The same site as the preload library splices it on sm_80 and up, its
+	 * atomic carrying the L2 policy (nv_load.c, gx_ptx_probes_l2keep): the
+	 * "::" of the hint is no label, and the site folds the same way (it did
+	 * not, and threadhist lost the fold on every GPU with the policy).
+	 */
+	{
+		char hinted[sizeof(two) + 64], *h;
+		const char *at = strstr(two, "atom.global.add.u64");
+
+		snprintf(hinted, sizeof(hinted), "%.*satom.global.add.L2::cache_hint.u64 \t%%rd8, [%%rd1], 1, "
+			 "0x14f0000000000000;%s", (int)(at - two), two,
+			 strstr(at, "\n$L__BB0_3_gxs_I1:"));
+		h = gx_site_merge_guards(hinted, "%gxs_qe");
+		CHECK(h != NULL);
+		if (h) {
+			CHECK(!strstr(h, "@%gxs_I1_h_p1 bra"));
+			CHECK(strstr(h, "\tor.pred %gxs_qe, %gxs_I1_h_p1, %p2;\n\t@%gxs_qe bra $L__BB0_3_gxs_I1;\n"
+					"\tatom.global.add.L2::cache_hint.u64") != NULL);
+			free(h);
+		}
+	}
 	/* Left alone: a memory operation, a label or a write of the first predicate between; other labels; negation. */
 	{
 		static const char *const keep[] = {

@@ -143,6 +143,9 @@ int main(int argc, char **argv)
 		int twins = 0;
 		for (int b = 0; b < 2; b++)
 			for (int k = 0; k < 5; k++) {
+				f[b][k] = NULL;
+				if ((k == 4) != mem)	/* only the workload's kernels: older files lack the add */
+					continue;
 				/* every launch here is flat in z: the flat twin where the splice made one, as
 				 * the preload library launches it (hal/nvidia/ptx_twin.c) */
 				std::string tw = std::string(nm[b][k]) + "__gpuext_flat";

@@ -92,9 +92,11 @@ void gx_cache_key(const void *module_ptx, size_t ptx_len, const uint8_t pack_has
  * flat twin after each instrumented kernel whose probes read a z register
  * (ptx_twin.c); 12: two branches of a site to one label with register-only
  * work between them become one (gx_site_merge_guards), and a branch on a
- * launch-uniform value (a map's base tested for NULL) lets hoisting go on.
+ * launch-uniform value (a map's base tested for NULL) lets hoisting go on;
+ * 13: that fold also where the probes' atomics carry the L2 policy (an
+ * "L2::" in the instruction's name read as a label before).
  */
-#define GX_SPLICE_VERSION 12
+#define GX_SPLICE_VERSION 13
 /* The comment line a spliced module ends in when loads/stores of its .func bodies got no site. */
 #define GX_SPLICE_UNTRACED "// gpuext-untraced-func-accesses"
 /* "GX_SPLICE_FUNC <name>": one line per .func body given load/store sites, after the module. */
