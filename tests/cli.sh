@@ -144,6 +144,19 @@ expect "trace no twins file" 0 "flat_twins 0" -- head -n 5 "$TRDIR/p5/pack"
 expect "trace pack filter" 0 "kernels: *gemm*" -- "$GPUEXT" trace smload --kernel '*gemm*' --pack-only --dir "$TRDIR/p2"
 expect "trace not a probe" 1 "a probe object holds only SEC" -- "$GPUEXT" trace "$POL/lru.bpf.o" --pack-only --dir "$TRDIR/p3"
 expect "trace verifier rejects" 1 "the verifier rejected" -- "$GPUEXT" trace "$BPF/vf_probe.bpf.o" --pack-only --dir "$TRDIR/p4"
+# gpuext-splice (built with the NVIDIA HAL, beside gpuext): the splice with the GPU's L2 policy on
+# the probes' map atomics, as the preload library makes it on sm_80 and up; a site whose election
+# and map test fold into one branch keeps that fold with the hinted atomic after it.
+SPLICE=$(dirname "$GPUEXT")/gpuext-splice
+if [ -x "$SPLICE" ]; then
+  EDGE=$(cd "$(dirname "$0")" && pwd)/nv/splice/edge.ptx
+  expect "splice l2 policy" 0 "L2 policy 0x14f0000000000000 on 1 map atomics" -- \
+    "$SPLICE" --l2-policy 14f0000000000000 "$TRDIR/p5" "$EDGE" "$TRDIR/edge_th.ptx"
+  expect "splice l2 fold" 0 "atom.global.add.L2::cache_hint.u32" -- \
+    grep -A1 '@%gxs_qe bra [$]L__BB0_3_gxs_I1;' "$TRDIR/edge_th.ptx"
+  expect "splice l2 bad value" 2 "--l2-policy wants a nonzero hex value" -- \
+    "$SPLICE" --l2-policy zz "$TRDIR/p5" "$EDGE"
+fi
 expect "trace preload missing" 1 "cannot be read" -- env GPUEXT_NVPROBE_LIB=/nonexistent/libgpuext-nvprobe.so "$GPUEXT" trace threadhist -- /bin/true
 if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
   expect "trace no driver" 1 "no NVIDIA driver here" -- env GPUEXT_NVPROBE_LIB=/dev/null "$GPUEXT" trace threadhist -- /bin/true

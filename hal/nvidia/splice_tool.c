@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "nvprobe.h"
+#include "ptx_text.h"
 
 static int read_all(const char *path, char **buf, size_t *len)
 {
@@ -52,18 +53,25 @@ static int read_all(const char *path, char **buf, size_t *len)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: gpuext-splice PACK_DIR IN.ptx [OUT.ptx]\n"
+	fprintf(f, "usage: gpuext-splice [--l2-policy HEX] PACK_DIR IN.ptx [OUT.ptx]\n"
 		"\n"
 		"Splices the probes of a pack (gpuext trace TOOL --pack-only --dir PACK_DIR)\n"
 		"into a PTX module, as libgpuext-nvprobe.so does in an application, and\n"
 		"writes the result to OUT.ptx (default: standard output). Prints the sites\n"
 		"per kind on standard error. Assemble the result with ptxas to see what a\n"
-		"probe costs a kernel.\n");
+		"probe costs a kernel.\n"
+		"\n"
+		"  --l2-policy HEX  put this L2 policy on the probes' map atomics first, as\n"
+		"                   the library does on sm_80 and up (the value is the GPU's\n"
+		"                   createpolicy evict_last: nvprobe-PID.txt prints it, e.g.\n"
+		"                   0x14f0000000000000 on an H100/H200); without it the splice\n"
+		"                   is what a GPU before sm_80 (or GPUEXT_NV_L2_KEEP=0) gets.\n");
 }
 
 int main(int argc, char **argv)
 {
 	struct gx_splice_stats st = { 0 };
+	unsigned long long pol = 0;
 	struct gx_pack pack;
 	char err[512] = "", *ptx = NULL, *out = NULL;
 	size_t len = 0, olen = 0;
@@ -74,6 +82,19 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	if (argc >= 3 && !strcmp(argv[1], "--l2-policy")) {
+		char *end;
+
+		errno = 0;
+		pol = strtoull(argv[2], &end, 16);
+		if (errno || end == argv[2] || *end || !pol) {
+			fprintf(stderr, "gpuext-splice: --l2-policy wants a nonzero hex value "
+				"(nvprobe-PID.txt prints the GPU's), not \"%s\"\n", argv[2]);
+			return 2;
+		}
+		argc -= 2;
+		argv += 2;
+	}
 	if (argc < 3 || argc > 4) {
 		usage(stderr);
 		return 2;
@@ -82,6 +103,23 @@ int main(int argc, char **argv)
 	if (e) {
 		fprintf(stderr, "gpuext-splice: %s: %s\n", argv[1], err[0] ? err : strerror(-e));
 		return 1;
+	}
+	if (pol) {
+		char *t = NULL;
+		size_t tl = 0;
+		unsigned n = 0;
+
+		e = gx_ptx_probes_l2keep(pack.ptx, pack.ptx_len, pol, &t, &tl, &n);
+		if (e) {
+			fprintf(stderr, "gpuext-splice: the L2 policy: %s\n", strerror(-e));
+			gx_pack_free(&pack);
+			return 1;
+		}
+		free(pack.ptx);
+		pack.ptx = t;
+		pack.ptx_len = tl;
+		fprintf(stderr, "gpuext-splice: L2 policy 0x%016llx on %u map atomics of the probes\n",
+			(unsigned long long)pol, n);
 	}
 	e = read_all(argv[2], &ptx, &len);
 	if (e) {
