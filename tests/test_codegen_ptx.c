@@ -297,6 +297,30 @@ static int emit_count(struct gpuext_prog *prog, const char *needle)
 	return n;
 }
 
+/*
+ * A program of warp collectives: its result on the host interpreter, and in
+ * its per-thread PTX one active mask and @ballots votes (and a shfl where it
+ * has none: the other collectives).
+ */
+static void check_collectives(struct gpuext_runtime *rt, const char *name, const struct bpf_insn *insns,
+			      size_t n, uint64_t want_r0, int ballots)
+{
+	struct gpuext_prog *prog = NULL;
+	GPUEXT_OPTS(gpuext_run_opts, ro);
+	uint64_t r0 = 0;
+
+	CHECK_EQ_INT(gpuext_prog__new(rt, name, insns, n, NULL, 0, &prog), 0);
+	if (!prog)
+		return;
+	CHECK_EQ_INT(gpuext_prog__run(prog, &ro, &r0), 0);
+	CHECK_EQ_U64(r0, want_r0);
+	emit_has(prog, name, (const char *const[]){ "activemask.b32",
+			 ballots ? "vote.sync.ballot.b32" : "shfl.sync.idx.b32", NULL });
+	CHECK_EQ_INT(emit_count(prog, "activemask.b32"), 1);
+	CHECK_EQ_INT(emit_count(prog, "vote.sync.ballot"), ballots);
+	gpuext_prog__free(prog);
+}
+
 /* Helpers: the device ones inline to special registers, unknown ones to -EOPNOTSUPP. */
 static void test_helpers(void)
 {
@@ -389,40 +413,16 @@ static void test_helpers(void)
 	 * Warp votes: ballot(5) + first(7) + shfl(9, lane 0) + shfl(11, lane 40).
 	 * On the host a warp is lane 0 alone: 1 + 7 + 9 + 0 = 17.
 	 */
-	CHECK_EQ_INT(gpuext_prog__new(rt, "votes", votes, sizeof(votes) / sizeof(votes[0]),
-				      NULL, 0, &prog), 0);
-	if (prog) {
-		GPUEXT_OPTS(gpuext_run_opts, ro);
-		uint64_t r0 = 0;
-
-		CHECK_EQ_INT(gpuext_prog__run(prog, &ro, &r0), 0);
-		CHECK_EQ_U64(r0, 17);
-		emit_has(prog, "votes", (const char *const[]){ "activemask.b32", "shfl.sync.idx.b32", NULL });
-		/*
-		 * The collectives run under warp-uniform control only (the verifier),
-		 * so one active mask serves them all (ptx_runtime.c, gx.warp_mask):
-		 * read once for the program, not once per call; and a ballot of a
-		 * constant true is that mask, no vote.
-		 */
-		CHECK_EQ_INT(emit_count(prog, "activemask.b32"), 1);
-		CHECK_EQ_INT(emit_count(prog, "vote.sync.ballot"), 0);
-		gpuext_prog__free(prog);
-		prog = NULL;
-	}
-	CHECK_EQ_INT(gpuext_prog__new(rt, "lanevotes", lanevotes,
-				      sizeof(lanevotes) / sizeof(lanevotes[0]), NULL, 0, &prog), 0);
-	if (prog) {
-		GPUEXT_OPTS(gpuext_run_opts, ro);
-		uint64_t r0 = 0;
-
-		CHECK_EQ_INT(gpuext_prog__run(prog, &ro, &r0), 0);
-		CHECK_EQ_U64(r0, 0);	/* one lane on the host: lane 0, no bit set */
-		emit_has(prog, "lanevotes", (const char *const[]){ "vote.sync.ballot.b32", NULL });
-		CHECK_EQ_INT(emit_count(prog, "vote.sync.ballot"), 2);
-		CHECK_EQ_INT(emit_count(prog, "activemask.b32"), 1);
-		gpuext_prog__free(prog);
-		prog = NULL;
-	}
+	/*
+	 * The collectives run under warp-uniform control only (the verifier), so
+	 * one active mask serves them all (ptx_runtime.c, gx.warp_mask): read
+	 * once for the program, not once per call; and a ballot of a constant
+	 * true is that mask, no vote (votes: ballot(5), first, two shfl: r0 17 on
+	 * the host). lanevotes: two ballots of lane bits, which stay; on the host
+	 * one lane, lane 0, so r0 is 0.
+	 */
+	check_collectives(rt, "votes", votes, sizeof(votes) / sizeof(votes[0]), 17, 0);
+	check_collectives(rt, "lanevotes", lanevotes, sizeof(lanevotes) / sizeof(lanevotes[0]), 0, 2);
 	/*
 	 * An atomic on the stack at a variable offset (what clang emits for
 	 * __sync_fetch_and_add(&local[i], v)): r0 = (random & 8), the add lands on
