@@ -601,6 +601,40 @@ static void test_ring_groups(void)
 }
 
 /*
+ * tests/bpf/probe_ballot.bpf.c: a ballot of true where every lane runs, its
+ * result stored by lane 0 alone. The runtime's one mask read for the
+ * collectives (ptx_runtime.c, gx.warp_mask) must stay where the ballot is,
+ * ahead of the branch on the lane: sunk into lane 0's branch, it counts lane
+ * 0 alone (a review found LLVM moving it there while it was not convergent).
+ */
+static void test_ballot_place(void)
+{
+	struct gpuext_runtime *rt = new_rt();
+	struct gpuext_object *obj = rt ? open_obj(rt, "probe_ballot.bpf.o") : NULL;
+	uint32_t events = 0;
+	char *text = NULL, *f = NULL;
+	size_t len = 0;
+
+	CHECK(obj != NULL);
+	if (obj) {
+		CHECK_EQ_INT(gpuext_ptx_probe_emit(obj, "sm_80", true, &events, &text, &len), 0);
+		f = text ? func_text(text, "gpuext_probe_load") : NULL;
+		CHECK(f != NULL);
+		if (f) {
+			const char *am = strstr(f, "activemask.b32"), *br = strstr(f, " bra");
+
+			CHECK_EQ_INT(count_str(f, "activemask.b32"), 1);
+			CHECK(!strstr(f, "vote.sync"));	/* a constant ballot is the mask */
+			CHECK(am && br && am < br);
+		}
+		free(f);
+		free(text);
+		gpuext_object__close(obj);
+	}
+	gpuext_runtime__free(rt);
+}
+
+/*
  * Site guards from the sections (probe/entry/block0, probe/exit/warp0,
  * probe/exit/first): the text says what each event's sites test, and a
  * program that asks for more than its site tests the rest in the wrapper.
@@ -855,6 +889,7 @@ int main(void)
 		p = GPUEXT_PTXAS;
 	test_hash_layout();
 	test_guards();
+	test_ballot_place();
 	test_mem_align();
 	test_ring_groups();
 	if (!*p || strstr(p, "NOTFOUND") || access(p, X_OK)) {

@@ -719,17 +719,22 @@ static const char rt_common[] =
 	 * program call them under warp-uniform control only (core/verifier.c),
 	 * so at every one of them the lanes that run are the lanes that entered
 	 * the program: one mask serves them all. Read as inline asm with no side
-	 * effect and no memory access, LLVM takes it once for the program (CSE)
-	 * instead of once per call, and the lowest lane (cttz) with it; the NVVM
+	 * effect and no memory access, LLVM takes it once (CSE) for the calls
+	 * under the same branches instead of once per call, and the lowest lane
+	 * (cttz) with it; the NVVM
 	 * intrinsic may not be merged, as the ring's group (rt_rb_thread) needs:
-	 * it runs where some lanes have returned. A ballot of a constant true is
-	 * the mask itself. memtrace, whose every site votes and shuffles three to
-	 * seven times, at 2^22 with its ring full (ptxab membound, H200, in one
-	 * process): 3.39x -> 3.25x.
+	 * it runs where some lanes have returned. Convergent: LLVM may merge it
+	 * with one that dominates it, but not move it under a branch it was not
+	 * under. A ballot of a constant true is the mask itself, with no vote to
+	 * hold the read in place, and a program that stores it from lane 0 alone
+	 * had the read sunk into lane 0's branch, where it counts one lane
+	 * (tests/bpf/probe_ballot.bpf.c). memtrace, whose every site votes and
+	 * shuffles three to seven times, at 2^22 with its ring full (ptxab
+	 * membound, H200, in one process): 3.39x -> 3.25x.
 	 */
 	"declare i32 @llvm.nvvm.vote.ballot.sync(i32, i1)\n"
 	"define internal i32 @gx.warp_mask() {\n"
-	"  %m = call i32 asm \"activemask.b32 $0;\", \"=r\"() nounwind willreturn memory(none)\n"
+	"  %m = call i32 asm \"activemask.b32 $0;\", \"=r\"() convergent nounwind willreturn memory(none)\n"
 	"  ret i32 %m\n"
 	"}\n"
 	"define internal i64 @gx.shfl64(i32 %m, i64 %v, i32 %src) {\n"
