@@ -86,8 +86,9 @@ int main(int argc, char **argv)
 		char *end;
 
 		errno = 0;
-		pol = strtoull(argv[2], &end, 16);
-		if (errno || end == argv[2] || *end || !pol) {
+		pol = strtoull(argv[2], &end, 16);	/* takes a sign and blanks: refused below */
+		if (errno || end == argv[2] || *end || !pol || argv[2][0] == '-' || argv[2][0] == '+' ||
+		    argv[2][0] == ' ' || argv[2][0] == '\t') {
 			fprintf(stderr, "gpuext-splice: --l2-policy wants a nonzero hex value "
 				"(nvprobe-PID.txt prints the GPU's), not \"%s\"\n", argv[2]);
 			return 2;
