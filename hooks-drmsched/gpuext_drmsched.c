@@ -64,6 +64,16 @@ struct gpuext_drmsched_entity {
 	struct dma_fence *yield;	/* the last yield fence handed out (our ref) */
 	struct list_head yield_node;	/* on ring->yielders while a yield is pending */
 	u64 gpu_ns, jobs_done, yields;
+	/* destroy: every prepare_job answers with this fence (gx_entity_teardown) */
+	struct dma_fence *hold;
+
+	struct gx_hold *hold_mem;	/* allocated at init, so the teardown cannot fail */
+};
+
+/* The fence that holds an entity's jobs back while it is torn down. */
+struct gx_hold {
+	struct dma_fence base;
+	spinlock_t lock;
 };
 
 /* A fence the scheduler waits on while an entity yields its ring. */
@@ -118,6 +128,16 @@ static const struct dma_fence_ops gx_yield_ops = {
 	.get_driver_name = gx_yield_driver_name,
 	.get_timeline_name = gx_yield_timeline_name,
 	.release = gx_yield_release,
+};
+
+static const char *gx_hold_timeline_name(struct dma_fence *f)
+{
+	return "entity-teardown";
+}
+
+static const struct dma_fence_ops gx_hold_ops = {
+	.get_driver_name = gx_yield_driver_name,
+	.get_timeline_name = gx_hold_timeline_name,
 };
 
 static enum hrtimer_restart gx_yield_timeout(struct hrtimer *t)
@@ -307,6 +327,7 @@ static void gx_entity_free(struct kref *ref)
 		container_of(ref, struct gpuext_drmsched_entity, ref);
 
 	dma_fence_put(ent->yield);
+	kfree(ent->hold_mem);	/* NULL once a teardown used it: the fence frees itself */
 	mutex_destroy(&ent->bind_lock);
 	kfree(ent);
 }
@@ -337,6 +358,11 @@ int gpuext_drmsched_entity_init(struct drm_sched_entity *entity,
 	ent = kzalloc(sizeof(*ent), GFP_KERNEL);
 	if (!ent)
 		return -ENOMEM;
+	ent->hold_mem = kzalloc(sizeof(*ent->hold_mem), GFP_KERNEL);
+	if (!ent->hold_mem) {
+		kfree(ent);
+		return -ENOMEM;
+	}
 	kref_init(&ent->ref);
 	mutex_init(&ent->bind_lock);
 	INIT_LIST_HEAD(&ent->yield_node);
@@ -377,6 +403,74 @@ err_task:
 }
 EXPORT_SYMBOL_GPL(gpuext_drmsched_entity_init);
 
+/* drm_sched_entity_flush()'s test of an entity with nothing left to run (static there). */
+static bool gx_entity_idle(struct drm_sched_entity *entity)
+{
+	rmb();	/* as drm_sched: list_empty without the lock */
+	return list_empty(&entity->list) || !spsc_queue_count(&entity->job_queue) ||
+	       READ_ONCE(entity->stopped);
+}
+
+/*
+ * drm_sched_entity_destroy(), without the kill race (README.md, "The kill
+ * race"). On Linux 6.12 (at least to 6.12.117) drm_sched_entity_kill() takes
+ * the entity out of its run queue and then waits for the worker to be done
+ * with it, but a worker already inside drm_sched_entity_pop_job() puts it
+ * back into the queue's FIFO tree (drm_sched_rq_update_fifo_locked() when
+ * another job follows), and may even select it again while the kill pops
+ * the jobs: the tree then points into the freed entity. A kill with jobs
+ * left happens whenever the owner dies with more queued work than the
+ * flush waits for (1 s). So:
+ *  1. wait as drm_sched_entity_flush() does (for an exiting owner at most
+ *     1 s), so queued jobs still get to run;
+ *  2. hold the entity's jobs back: from now on prepare_job answers with
+ *     ent->hold, so a worker that takes the entity gets a dependency and
+ *     pops nothing; then wait for a worker already past prepare_job
+ *     (entity_idle completes when it is done with the entity);
+ *  3. the flush's kill (SIGKILLed owner) and fini now run with no worker
+ *     inside the entity; then let the fence go.
+ * The hold is set under ring->lock, which prepare_job takes: a worker that
+ * read no hold there had selected the entity (reinit of entity_idle)
+ * before, so step 2's wait sees it.
+ */
+static void gx_entity_teardown(struct gpuext_drmsched_entity *ent,
+			       struct gpuext_drmsched_ring *ring)
+{
+	struct drm_sched_entity *entity = ent->entity;
+	struct drm_gpu_scheduler *sched = entity->rq ? entity->rq->sched : NULL;
+	struct gx_hold *h = ent->hold_mem;
+	unsigned long flags;
+
+	if (!sched || !ring || !h) {
+		drm_sched_entity_destroy(entity);
+		return;
+	}
+	if (current->flags & PF_EXITING)
+		wait_event_timeout(sched->job_scheduled, gx_entity_idle(entity),
+				   MAX_WAIT_SCHED_ENTITY_Q_EMPTY);
+	else
+		wait_event_killable(sched->job_scheduled, gx_entity_idle(entity));
+
+	ent->hold_mem = NULL;	/* the fence's from here on */
+	spin_lock_init(&h->lock);
+	dma_fence_init(&h->base, &gx_hold_ops, &h->lock, ring->fence_ctx,
+		       atomic64_inc_return(&ring->fence_seq));
+	spin_lock_irqsave(&ring->lock, flags);
+	ent->hold = &h->base;
+	spin_unlock_irqrestore(&ring->lock, flags);
+	wait_for_completion(&entity->entity_idle);
+
+	/* waited above already: no timeout left, only the SIGKILL kill */
+	drm_sched_entity_flush(entity, 0);
+	drm_sched_entity_fini(entity);
+
+	spin_lock_irqsave(&ring->lock, flags);
+	ent->hold = NULL;
+	spin_unlock_irqrestore(&ring->lock, flags);
+	dma_fence_signal(&h->base);
+	dma_fence_put(&h->base);
+}
+
 void gpuext_drmsched_entity_destroy(struct gpuext_drmsched_entity *ent)
 {
 	struct gpuext_drmsched_ring *ring;
@@ -385,9 +479,9 @@ void gpuext_drmsched_entity_destroy(struct gpuext_drmsched_entity *ent)
 	if (!ent)
 		return;
 	/* flush + fini: queued jobs run (or are killed with the process) first */
-	drm_sched_entity_destroy(ent->entity);
-
 	ring = READ_ONCE(ent->ring);
+	gx_entity_teardown(ent, ring);
+
 	if (ring) {
 		spin_lock_irqsave(&ring->lock, flags);
 		gx_yield_end(ent);
@@ -501,6 +595,11 @@ struct dma_fence *gpuext_drmsched_prepare_job(struct gpuext_drmsched_job *gjob,
 	if (!ent || !ring)
 		return NULL;
 	spin_lock_irqsave(&ring->lock, flags);
+	if (ent->hold) {
+		/* being torn down: nothing more runs (gx_entity_teardown) */
+		fence = dma_fence_get(ent->hold);
+		goto out;
+	}
 	if (ent->yield) {
 		if (!dma_fence_is_signaled(ent->yield)) {
 			/* asked again before the yield ended: keep waiting */

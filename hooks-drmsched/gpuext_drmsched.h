@@ -105,7 +105,10 @@ int gpuext_drmsched_entity_init(struct drm_sched_entity *entity,
 
 /*
  * Wraps drm_sched_entity_destroy() (flush + fini), then task_destroy. @ent is
- * gone afterwards; jobs still running keep its accounting alive.
+ * gone afterwards; jobs still running keep its accounting alive. Between the
+ * flush's wait and the kill the entity's jobs are held back through
+ * gpuext_drmsched_prepare_job(), which closes 6.12's kill race (README.md,
+ * "The kill race"): the driver's prepare_job must call it.
  */
 void gpuext_drmsched_entity_destroy(struct gpuext_drmsched_entity *ent);
 

@@ -453,6 +453,17 @@ static int gx_release(struct inode *inode, struct file *file)
 		f->gent = NULL;
 		xa_erase(&gx_task_ids, f->task_id);
 		atomic64_dec(&gx_live_entities);
+		/*
+		 * The scheduler must hold no pointer to the entity now: a run
+		 * queue that still lists it would walk freed memory
+		 * (README.md, "The kill race"). Rather leak the file than free
+		 * what a run queue points at.
+		 */
+		if (!list_empty(&f->entity.list) || !RB_EMPTY_NODE(&f->entity.rb_tree_node)) {
+			WARN(1, "gx_mocksched: entity of task %llu still queued on its run queue after destroy: leaked, not freed\n",
+			     f->task_id);
+			return 0;
+		}
 	}
 	xa_for_each(&f->jobs, seq, job)
 		gx_job_put(job);
