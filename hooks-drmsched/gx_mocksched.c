@@ -15,6 +15,7 @@
 
 #include <linux/dma-fence.h>
 #include <linux/fs.h>
+#include <linux/delay.h>
 #include <linux/hrtimer.h>
 #include <linux/ktime.h>
 #include <linux/miscdevice.h>
@@ -34,6 +35,17 @@
 static unsigned int nr_rings = 2;
 module_param(nr_rings, uint, 0444);
 MODULE_PARM_DESC(nr_rings, "number of mock rings (1-" __stringify(GX_MS_MAX_RINGS) ")");
+
+/*
+ * For tests: prepare_job sleeps this long after the adapter let a job through,
+ * inside drm_sched_entity_pop_job(), which widens the few microseconds in which
+ * Linux 6.12's kill race can strike (README.md, "The kill race") to most of a
+ * job's cycle: vmtests/drmsched_killrace sets it, so that without the
+ * adapter's hold the race shows in its first rounds, not once in hundreds.
+ */
+static unsigned int prepare_delay_us;
+module_param(prepare_delay_us, uint, 0644);
+MODULE_PARM_DESC(prepare_delay_us, "tests: stall each prepare_job that lets a job run this long (us, at most 10000; default 0)");
 
 /* One mock engine. */
 struct gx_ms_ring {
@@ -146,7 +158,13 @@ static enum hrtimer_restart gx_hw_done(struct hrtimer *t)
 static struct dma_fence *gx_prepare_job(struct drm_sched_job *sched_job,
 					struct drm_sched_entity *s_entity)
 {
-	return gpuext_drmsched_prepare_job(&to_gx_job(sched_job)->gjob, sched_job);
+	struct dma_fence *f = gpuext_drmsched_prepare_job(&to_gx_job(sched_job)->gjob, sched_job);
+	unsigned int us = min(READ_ONCE(prepare_delay_us), 10000U);
+
+	/* the scheduler's worker calls this with no lock held: it may sleep */
+	if (!f && us)
+		usleep_range(us, us + us / 4 + 1);
+	return f;
 }
 
 static struct dma_fence *gx_run_job(struct drm_sched_job *sched_job)
