@@ -72,9 +72,10 @@ struct gpuext_drmsched_entity {
 
 /* The fence that holds an entity's jobs back while it is torn down. */
 struct gx_hold {
-	struct dma_fence base;
+	struct dma_fence base;	/* first: dma_fence_free() frees the whole struct */
 	spinlock_t lock;
 };
+static_assert(offsetof(struct gx_hold, base) == 0);
 
 /* A fence the scheduler waits on while an entity yields its ring. */
 struct gx_yield {
@@ -453,12 +454,19 @@ static void gx_entity_teardown(struct gpuext_drmsched_entity *ent,
 
 	ent->hold_mem = NULL;	/* the fence's from here on */
 	spin_lock_init(&h->lock);
-	dma_fence_init(&h->base, &gx_hold_ops, &h->lock, ring->fence_ctx,
-		       atomic64_inc_return(&ring->fence_seq));
+	/* a context of its own: the ring's yields signal out of order with it */
+	dma_fence_init(&h->base, &gx_hold_ops, &h->lock, dma_fence_context_alloc(1), 1);
 	spin_lock_irqsave(&ring->lock, flags);
 	ent->hold = &h->base;
 	spin_unlock_irqrestore(&ring->lock, flags);
 	wait_for_completion(&entity->entity_idle);
+
+	/* no job of it starts any more: nobody waits for its turn */
+	spin_lock_irqsave(&ring->lock, flags);
+	if (ring->turn == ent)
+		ring->turn = NULL;
+	gx_ring_review_yields(ring);
+	spin_unlock_irqrestore(&ring->lock, flags);
 
 	/* waited above already: no timeout left, only the SIGKILL kill */
 	drm_sched_entity_flush(entity, 0);

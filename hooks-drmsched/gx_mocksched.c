@@ -464,6 +464,7 @@ static int gx_release(struct inode *inode, struct file *file)
 	struct gx_ms_file *f = file->private_data;
 	struct gx_ms_job *job;
 	unsigned long seq;
+	bool leak = false;
 
 	if (f->gent) {
 		/* queued jobs run first (or are killed with a SIGKILLed owner) */
@@ -480,12 +481,15 @@ static int gx_release(struct inode *inode, struct file *file)
 		if (!list_empty(&f->entity.list) || !RB_EMPTY_NODE(&f->entity.rb_tree_node)) {
 			WARN(1, "gx_mocksched: entity of task %llu still queued on its run queue after destroy: leaked, not freed\n",
 			     f->task_id);
-			return 0;
+			leak = true;
 		}
 	}
+	/* the jobs are the scheduler's or gone: the file's references go either way */
 	xa_for_each(&f->jobs, seq, job)
 		gx_job_put(job);
 	xa_destroy(&f->jobs);
+	if (leak)
+		return 0;
 	mutex_destroy(&f->lock);
 	kfree(f);
 	return 0;
